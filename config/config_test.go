@@ -1,0 +1,451 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	promconfig "github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Every secret in testdata starts with this, so that a test can tell that
+// none of them leaked into an error or into String().
+const secretMarker = "SECRET"
+
+func testdataDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs("testdata")
+	require.NoError(t, err)
+	return dir
+}
+
+func TestLoadGood(t *testing.T) {
+	dir := testdataDir(t)
+	cfg, err := Load("testdata/good.yml")
+	require.NoError(t, err)
+
+	api := cfg.API
+	assert.Equal(t, "https://api.duix.ai/duix-openapi-v2/sdk/v2", api.BaseURL, "trailing slash removed")
+	assert.Equal(t, AuthHeaderToken, api.AuthHeader)
+	assert.Equal(t, model.Duration(7*time.Second), api.Timeout)
+	assert.Equal(t, 8, api.MaxConcurrency)
+	assert.Equal(t, int64(2097152), api.MaxResponseBytes)
+	assert.Equal(t, model.Duration(15*time.Second), api.MinInterval)
+	assert.Equal(t, model.Duration(10*time.Minute), api.ConversationRefresh)
+
+	hc := api.HTTPClientConfig
+	assert.False(t, hc.FollowRedirects)
+	assert.False(t, hc.EnableHTTP2)
+	require.NotNil(t, hc.ProxyURL.URL)
+	assert.Equal(t, "http://proxy.example.internal:3128", hc.ProxyURL.String())
+	assert.Equal(t, filepath.Join(dir, "certs", "ca.pem"), hc.TLSConfig.CAFile)
+	assert.Equal(t, "api.duix.ai", hc.TLSConfig.ServerName)
+	assert.Equal(t, promconfig.TLSVersions["TLS12"], hc.TLSConfig.MinVersion)
+	assert.Nil(t, hc.BasicAuth)
+	assert.Nil(t, hc.Authorization)
+	assert.Nil(t, hc.OAuth2)
+
+	want := []App{
+		{
+			Name:          "sales",
+			AppID:         "1001",
+			AppKey:        "SECRET-inline-sales-app-key-0000",
+			TokenTTL:      model.Duration(time.Hour),
+			Conversations: []string{"108", "109"},
+		},
+		{
+			Name:       "billing",
+			AppID:      "1002",
+			AppKeyFile: filepath.Join(dir, "secrets", "billing.key"),
+			TokenTTL:   DefaultTokenTTL,
+		},
+		{
+			Name:          "marketing.eu-1",
+			AppID:         "1003",
+			Token:         "SECRET-inline-marketing-token-0000",
+			Conversations: []string{"c-1"},
+		},
+		{
+			Name:      "support:night_shift",
+			AppID:     "1004",
+			TokenFile: filepath.Join(dir, "secrets", "support.token"),
+		},
+	}
+	assert.Equal(t, want, cfg.Apps)
+
+	assert.True(t, cfg.Apps[0].UsesKey())
+	assert.True(t, cfg.Apps[1].UsesKey())
+	assert.False(t, cfg.Apps[2].UsesKey())
+	assert.False(t, cfg.Apps[3].UsesKey())
+}
+
+func TestLoadMinimalDefaults(t *testing.T) {
+	cfg, err := Load("testdata/minimal.yml")
+	require.NoError(t, err)
+
+	assert.Equal(t, DefaultAPI, cfg.API)
+	assert.Equal(t, DefaultBaseURL, cfg.API.BaseURL)
+	assert.Equal(t, AuthHeaderAuthorization, cfg.API.AuthHeader)
+	assert.Equal(t, model.Duration(10*time.Second), cfg.API.Timeout)
+	assert.Equal(t, 32, cfg.API.MaxConcurrency)
+	assert.Equal(t, int64(16777216), cfg.API.MaxResponseBytes)
+	assert.Equal(t, model.Duration(0), cfg.API.MinInterval)
+	assert.Equal(t, model.Duration(5*time.Minute), cfg.API.ConversationRefresh)
+	assert.True(t, cfg.API.HTTPClientConfig.FollowRedirects)
+	assert.True(t, cfg.API.HTTPClientConfig.EnableHTTP2)
+
+	require.Len(t, cfg.Apps, 1)
+	assert.Equal(t, App{
+		Name:     "main",
+		AppID:    "1001",
+		AppKey:   "fake-app-key",
+		TokenTTL: model.Duration(30 * time.Minute),
+	}, cfg.Apps[0])
+}
+
+func TestParseAPISectionDefaults(t *testing.T) {
+	const apps = "apps: [{name: a, app_id: '1', app_key: k}]\n"
+	for name, doc := range map[string]string{
+		"absent":   apps,
+		"null":     "api:\n" + apps,
+		"tilde":    "api: ~\n" + apps,
+		"empty":    "api: {}\n" + apps,
+		"comments": "# nothing\napi:\n  # nothing\n" + apps,
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := Parse([]byte(doc), "")
+			require.NoError(t, err)
+			assert.Equal(t, DefaultAPI, cfg.API)
+		})
+	}
+}
+
+func TestParsePartialAPIKeepsOtherDefaults(t *testing.T) {
+	cfg, err := Parse([]byte(`
+api:
+  timeout: 3s
+  http_client:
+    proxy_url: http://127.0.0.1:3128
+apps: [{name: a, app_id: '1', token: t}]
+`), "")
+	require.NoError(t, err)
+	assert.Equal(t, model.Duration(3*time.Second), cfg.API.Timeout)
+	assert.Equal(t, DefaultBaseURL, cfg.API.BaseURL)
+	assert.Equal(t, DefaultMaxConcurrency, cfg.API.MaxConcurrency)
+	assert.Equal(t, DefaultConversationRefresh, cfg.API.ConversationRefresh)
+	assert.True(t, cfg.API.HTTPClientConfig.FollowRedirects, "http_client defaults kept")
+	assert.True(t, cfg.API.HTTPClientConfig.EnableHTTP2, "http_client defaults kept")
+	assert.Equal(t, model.Duration(0), cfg.Apps[0].TokenTTL, "no token_ttl for a ready-made token")
+}
+
+func TestParseEmptyDocument(t *testing.T) {
+	for _, doc := range []string{"", "# only a comment\n", "---\n", "null\n"} {
+		_, err := Parse([]byte(doc), "")
+		require.Error(t, err, "%q", doc)
+		assert.Contains(t, err.Error(), "at least one app is required", "%q", doc)
+	}
+}
+
+func TestParseNullAppEntry(t *testing.T) {
+	_, err := Parse([]byte("apps:\n  - ~\n"), "")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "apps[0]: name is required")
+}
+
+func TestTokenTTL(t *testing.T) {
+	tests := []struct {
+		name string
+		app  string
+		want model.Duration
+	}{
+		{"key default", "app_key: k", DefaultTokenTTL},
+		{"key explicit zero means default", "app_key: k\n    token_ttl: 0s", DefaultTokenTTL},
+		{"key lower bound", "app_key: k\n    token_ttl: 1m", model.Duration(time.Minute)},
+		{"key upper bound", "app_key: k\n    token_ttl: 24h", model.Duration(24 * time.Hour)},
+		{"key file", "app_key_file: testdata/secrets/billing.key\n    token_ttl: 2h", model.Duration(2 * time.Hour)},
+		{"token", "token: t", 0},
+		{"token file", "token_file: testdata/secrets/support.token", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := "apps:\n  - name: a\n    app_id: '1'\n    " + tc.app + "\n"
+			cfg, err := Parse([]byte(doc), "")
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, cfg.Apps[0].TokenTTL)
+		})
+	}
+}
+
+func TestRelativeFilePaths(t *testing.T) {
+	dir := testdataDir(t)
+
+	t.Run("resolved against the directory of the file", func(t *testing.T) {
+		cfg, err := Load(filepath.Join("testdata", "good.yml"))
+		require.NoError(t, err)
+		assert.True(t, filepath.IsAbs(cfg.Apps[1].AppKeyFile))
+		assert.Equal(t, filepath.Join(dir, "secrets", "billing.key"), cfg.Apps[1].AppKeyFile)
+		assert.Equal(t, filepath.Join(dir, "secrets", "support.token"), cfg.Apps[3].TokenFile)
+		assert.Equal(t, filepath.Join(dir, "certs", "ca.pem"), cfg.API.HTTPClientConfig.TLSConfig.CAFile)
+	})
+
+	t.Run("not the working directory", func(t *testing.T) {
+		// secrets/billing.key does not exist relative to the working
+		// directory of the test, only relative to testdata/.
+		tmp := t.TempDir()
+		require.NoError(t, os.MkdirAll(filepath.Join(tmp, "keys"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(tmp, "keys", "a.key"), []byte("fake"), 0o600))
+		path := filepath.Join(tmp, "duix.yml")
+		require.NoError(t, os.WriteFile(path, []byte("apps: [{name: a, app_id: '1', app_key_file: keys/a.key}]\n"), 0o600))
+		cfg, err := Load(path)
+		require.NoError(t, err)
+		assert.Equal(t, filepath.Join(tmp, "keys", "a.key"), cfg.Apps[0].AppKeyFile)
+	})
+
+	t.Run("Parse joins with dir", func(t *testing.T) {
+		cfg, err := Parse([]byte("apps: [{name: a, app_id: '1', token_file: secrets/support.token}]\n"), dir)
+		require.NoError(t, err)
+		assert.Equal(t, filepath.Join(dir, "secrets", "support.token"), cfg.Apps[0].TokenFile)
+	})
+
+	t.Run("Parse with empty dir leaves paths alone", func(t *testing.T) {
+		cfg, err := Parse([]byte("apps: [{name: a, app_id: '1', token_file: testdata/secrets/support.token}]\n"), "")
+		require.NoError(t, err)
+		assert.Equal(t, "testdata/secrets/support.token", cfg.Apps[0].TokenFile)
+	})
+
+	t.Run("absolute paths kept", func(t *testing.T) {
+		abs := filepath.Join(dir, "secrets", "support.token")
+		cfg, err := Parse([]byte("apps: [{name: a, app_id: '1', token_file: '"+abs+"'}]\n"), "/elsewhere")
+		require.NoError(t, err)
+		assert.Equal(t, abs, cfg.Apps[0].TokenFile)
+	})
+}
+
+func TestStringHidesSecrets(t *testing.T) {
+	cfg, err := Load("testdata/good.yml")
+	require.NoError(t, err)
+	s := cfg.String()
+
+	assert.NotContains(t, s, secretMarker)
+	assert.NotContains(t, s, "inline-sales-app-key")
+	assert.NotContains(t, s, "inline-marketing-token")
+	assert.Equal(t, 2, strings.Count(s, "<secret>"), s)
+	// The rest is there.
+	assert.Contains(t, s, "name: sales")
+	assert.Contains(t, s, "auth_header: token")
+	assert.Contains(t, s, "token_ttl: 1h")
+	assert.Contains(t, s, filepath.Join(testdataDir(t), "secrets", "billing.key"))
+	assert.Contains(t, s, "proxy_url: http://proxy.example.internal:3128")
+}
+
+func TestStringRoundTrip(t *testing.T) {
+	cfg, err := Load("testdata/minimal.yml")
+	require.NoError(t, err)
+	again, err := Parse([]byte(cfg.String()), "")
+	require.NoError(t, err)
+	assert.Equal(t, cfg.API, again.API)
+	assert.Equal(t, cfg.Apps[0].Name, again.Apps[0].Name)
+	assert.Equal(t, promconfig.Secret("<secret>"), again.Apps[0].AppKey)
+}
+
+func TestInvalidConfigs(t *testing.T) {
+	tests := []struct {
+		file string
+		want string
+	}{
+		{"invalid-unknown-field-top.yml", "field scrape_interval not found"},
+		{"invalid-unknown-field-app.yml", "field app_secret not found in an entry of apps"},
+		{"invalid-unknown-field-api.yml", "field timout not found in section api"},
+		{"invalid-no-apps.yml", "at least one app is required"},
+		{"invalid-empty-apps.yml", "at least one app is required"},
+		{"invalid-missing-name.yml", "apps[2]: name is required"},
+		{"invalid-bad-name.yml", `apps[0]: name "sales team" is not valid`},
+		{"invalid-missing-app-id.yml", `app "sales" (apps[1]): app_id is required`},
+		{"invalid-duplicate-name.yml", `app "sales" (apps[1]): duplicate name (also apps[0])`},
+		{"invalid-duplicate-app-id.yml", `app "sales-copy" (apps[1]): duplicate app_id (also used by app "sales" (apps[0]))`},
+		{"invalid-no-credential.yml", `app "sales" (apps[0]): exactly one of app_key, app_key_file, token, token_file must be set, found none`},
+		{"invalid-two-credentials.yml", `app "sales" (apps[1]): exactly one of app_key, app_key_file, token, token_file must be set, found app_key and token`},
+		{"invalid-three-credentials.yml", `found app_key_file, token and token_file`},
+		{"invalid-token-ttl-with-token.yml", `app "x" (apps[0]): token_ttl is only used with app_key or app_key_file`},
+		{"invalid-token-ttl-too-small.yml", `app "x" (apps[0]): token_ttl: must be between 1m and 24h, got 30s`},
+		{"invalid-token-ttl-too-large.yml", `app "x" (apps[0]): token_ttl: must be between 1m and 24h`},
+		{"invalid-bad-auth-header.yml", `api.auth_header: must be "authorization" or "token", got "cookie"`},
+		{"invalid-base-url-relative.yml", `api.base_url: must be an absolute http or https URL, got "duix-openapi-v2/sdk/v2"`},
+		{"invalid-base-url-ftp.yml", `api.base_url: must be an absolute http or https URL, got "ftp://`},
+		{"invalid-base-url-userinfo.yml", "api.base_url: must not contain user info"},
+		{"invalid-negative-timeout.yml", `api: not a valid duration string: "-5s"`},
+		{"invalid-zero-timeout.yml", "api.timeout: must be greater than 0"},
+		{"invalid-zero-conversation-refresh.yml", "api.conversation_refresh: must be greater than 0"},
+		{"invalid-max-concurrency-zero.yml", "api.max_concurrency: must be between 1 and 4096, got 0"},
+		{"invalid-max-concurrency-too-large.yml", "api.max_concurrency: must be between 1 and 4096, got 4097"},
+		{"invalid-max-response-bytes-too-small.yml", "api.max_response_bytes: must be at least 1024, got 1023"},
+		{"invalid-missing-key-file.yml", `app "keyfile" (apps[0]): app_key_file: stat ` + filepath.Join(testdataDir(t), "secrets", "does-not-exist.key") + ": no such file or directory"},
+		{"invalid-missing-token-file.yml", `app "tokenfile" (apps[1]): token_file: stat `},
+		{"invalid-key-file-is-directory.yml", `app "keyfile" (apps[0]): app_key_file: "` + filepath.Join(testdataDir(t), "secrets") + `" is not a regular file`},
+		{"invalid-duplicate-conversation.yml", `app "sales" (apps[0]): conversations[2]: duplicate conversation ID "108" (also conversations[0])`},
+		{"invalid-empty-conversation.yml", `app "sales" (apps[0]): conversations[1]: must not be empty`},
+		{"invalid-http-client-basic-auth.yml", "api.http_client: basic_auth must not be set: credentials are per app"},
+		{"invalid-http-client-bearer-token.yml", "bearer_token, bearer_token_file) must not be set: credentials are per app"},
+		{"invalid-http-client-token-header.yml", `api.http_client.http_headers: header "token" must not be set: credentials are per app`},
+		{"invalid-yaml-syntax.yml", "parsing YAML: yaml: line 3"},
+	}
+
+	listed := map[string]bool{}
+	for _, tc := range tests {
+		listed[tc.file] = true
+		t.Run(tc.file, func(t *testing.T) {
+			path := filepath.Join("testdata", tc.file)
+			cfg, err := Load(path)
+			require.Error(t, err)
+			assert.Nil(t, cfg)
+			msg := err.Error()
+			assert.Contains(t, msg, tc.want)
+			assert.Contains(t, msg, path, "the error names the file")
+			assert.NotContains(t, msg, secretMarker, "no secret in the error")
+		})
+	}
+
+	// Every bad file in testdata is in the table above.
+	files, err := filepath.Glob(filepath.Join("testdata", "invalid-*.yml"))
+	require.NoError(t, err)
+	for _, f := range files {
+		assert.True(t, listed[filepath.Base(f)], "%s is not tested", f)
+	}
+}
+
+func TestInvalidInline(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		want string
+	}{
+		{
+			"base url with query",
+			"api: {base_url: 'https://app.duix.ai/sdk/v2?x=1'}\napps: [{name: a, app_id: '1', token: t}]",
+			"api.base_url: must not have a query or a fragment",
+		},
+		{
+			"base url without host",
+			"api: {base_url: 'https:///sdk/v2'}\napps: [{name: a, app_id: '1', token: t}]",
+			"api.base_url: must be an absolute http or https URL",
+		},
+		{
+			"base url not parsable, password not echoed",
+			"api: {base_url: 'https://u:SECRET@[::1'}\napps: [{name: a, app_id: '1', token: t}]",
+			"api.base_url: not a valid URL",
+		},
+		{
+			"base url with password and bad scheme",
+			"api: {base_url: 'ftp://u:SECRET@host/v2'}\napps: [{name: a, app_id: '1', token: t}]",
+			`api.base_url: must be an absolute http or https URL, got "ftp://u:xxxxx@host/v2"`,
+		},
+		{
+			"auth header is case sensitive",
+			"api: {auth_header: Authorization}\napps: [{name: a, app_id: '1', token: t}]",
+			`api.auth_header: must be "authorization" or "token", got "Authorization"`,
+		},
+		{
+			"http client authorization",
+			"api: {http_client: {authorization: {credentials: SECRET}}}\napps: [{name: a, app_id: '1', token: t}]",
+			"api.http_client: authorization",
+		},
+		{
+			"http client oauth2",
+			"api: {http_client: {oauth2: {client_id: c, client_secret: SECRET, token_url: 'https://x/t'}}}\napps: [{name: a, app_id: '1', token: t}]",
+			"api.http_client: oauth2 must not be set: credentials are per app",
+		},
+		{
+			"http client invalid",
+			"api: {http_client: {proxy_connect_header: {X: [SECRET]}}}\napps: [{name: a, app_id: '1', token: t}]",
+			"api: if proxy_connect_header is configured",
+		},
+		{
+			"unknown field in http client",
+			"api: {http_client: {proxy: x}}\napps: [{name: a, app_id: '1', token: t}]",
+			"field proxy not found",
+		},
+		{
+			"bad duration in app",
+			"apps: [{name: a, app_id: '1', app_key: SECRET, token_ttl: soon}]",
+			`app "a": not a valid duration string: "soon"`,
+		},
+		{
+			"conversation with white space",
+			"apps: [{name: a, app_id: '1', token: SECRET, conversations: [' 108']}]",
+			`app "a" (apps[0]): conversations[0]: " 108" has leading or trailing white space`,
+		},
+		{
+			"blank conversation",
+			"apps: [{name: a, app_id: '1', token: SECRET, conversations: ['  ']}]",
+			`app "a" (apps[0]): conversations[0]: must not be empty`,
+		},
+		{
+			"name too long",
+			"apps: [{name: " + strings.Repeat("a", 129) + ", app_id: '1', token: SECRET}]",
+			"apps[0]: name",
+		},
+		{
+			"duplicate key",
+			"apps: [{name: a, name: b, app_id: '1', token: SECRET}]",
+			"already set",
+		},
+		{
+			"top level is a list",
+			"- a\n- b\n",
+			"into the top level",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(tc.doc), "")
+			require.Error(t, err)
+			assert.Nil(t, cfg)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NotContains(t, err.Error(), secretMarker)
+		})
+	}
+}
+
+func TestNameCharacters(t *testing.T) {
+	for _, name := range []string{"a", "A-Z_0.9:x", strings.Repeat("n", 128)} {
+		_, err := Parse([]byte("apps: [{name: '"+name+"', app_id: '1', token: t}]"), "")
+		assert.NoError(t, err, name)
+	}
+	for _, name := range []string{"a b", "a/b", "é", "a\"b", "a{b}"} {
+		_, err := Parse([]byte("apps: [{name: '"+name+"', app_id: '1', token: t}]"), "")
+		assert.Error(t, err, name)
+	}
+}
+
+func TestUnreadableKeyFile(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root can read any file")
+	}
+	tmp := t.TempDir()
+	key := filepath.Join(tmp, "a.key")
+	require.NoError(t, os.WriteFile(key, []byte("SECRET-unreadable"), 0o000))
+	_, err := Parse([]byte("apps: [{name: a, app_id: '1', app_key_file: a.key}]"), tmp)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `app "a" (apps[0]): app_key_file: open `)
+	assert.NotContains(t, err.Error(), secretMarker)
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join("testdata", "does-not-exist.yml"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does-not-exist.yml")
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestUsesKey(t *testing.T) {
+	assert.True(t, App{AppKey: "k"}.UsesKey())
+	assert.True(t, App{AppKeyFile: "f"}.UsesKey())
+	assert.False(t, App{Token: "t"}.UsesKey())
+	assert.False(t, App{TokenFile: "f"}.UsesKey())
+	assert.False(t, App{}.UsesKey())
+}
