@@ -1,0 +1,40 @@
+// Package simulator is an in-process stand-in for the HTTP API of a
+// digital-human conversation platform (Duix OpenAPI v2), as described in
+// interface.md and platform-notes.md.
+//
+// A Simulator is an http.Handler that serves four GET endpoints under
+// BasePath:
+//
+//   - getConversationById?conversationId=… returns one conversation
+//     configuration of the calling application (code "0", message and msg
+//     "SUCCESS");
+//   - getconcurrentNumber?appId=… returns the concurrency allowance and the
+//     number of active sessions of an application (code "200");
+//   - getconcurrentList?appId=… lists the active sessions of an application,
+//     in start order, in one of several selectable data shapes;
+//   - sessionStop?uuid=… ends one active session of the calling application.
+//
+// Every request must carry an access token, either as
+// "Authorization: Bearer <token>" or, when that header is absent, as
+// "token: <token>". The token is an HS256 JWT signed with the application's
+// appKey and carrying the claims appId, iat and exp (see MintToken). Only
+// HS256 is accepted; exp is required and checked against the simulator's
+// clock (WithClock); iat is required but not compared with the clock.
+// Refusals are HTTP 401 (invalid, expired or unknown-app token) and HTTP 403
+// (valid token, appId parameter of another app).
+//
+// The model is independent of any client code: it has its own record types
+// whose JSON tags mirror the platform's field names. Applications,
+// conversations and sessions are managed through the Go API (AddApp,
+// AddConversation, StartSession, ForceSession, EndSession, …). Faults
+// (HTTP errors, gateway HTML pages, rate limiting, malformed or truncated
+// bodies, slow or oversized bodies, connection resets) and latency can be
+// injected per application and per endpoint with SetFault and SetLatency,
+// and every request that reaches the handler is counted (Requests,
+// RequestsFor).
+//
+// NewDemo builds a small populated platform and Churn keeps its sessions
+// moving, for demonstrations; Listen serves a Simulator on a TCP address.
+//
+// All methods are safe for concurrent use.
+package simulator
