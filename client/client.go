@@ -1,0 +1,503 @@
+// Package client is a typed client for the digital-human platform's OpenAPI
+// v2: conversation details, concurrency, active sessions and closing a
+// session, with access tokens minted from appId + appKey or given ready-made.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+)
+
+// Endpoints of the platform, named as in interface.md.
+const (
+	EndpointConversation = "getConversationById"
+	EndpointConcurrency  = "getconcurrentNumber"
+	EndpointSessions     = "getconcurrentList"
+	EndpointStop         = "sessionStop"
+)
+
+// Endpoints lists every endpoint the client calls.
+var Endpoints = []string{EndpointConversation, EndpointConcurrency, EndpointSessions, EndpointStop}
+
+// DefaultMaxResponseBytes caps a response body when no cap is configured.
+const DefaultMaxResponseBytes = 16 << 20
+
+// Transport is what every app's client shares: the HTTP client with its
+// connection pool, the base address, limits and instrumentation.
+type Transport struct {
+	// HTTP sends the requests. Its Timeout should be zero: deadlines come
+	// from Timeout and from the caller's context.
+	HTTP *http.Client
+	// BaseURL ends in the sdk area and v2, e.g.
+	// https://app.duix.ai/duix-openapi-v2/sdk/v2.
+	BaseURL *url.URL
+	// HeaderStyle is HeaderAuthorization (default) or HeaderToken.
+	HeaderStyle string
+	// Timeout bounds each request (0: only the caller's context).
+	Timeout time.Duration
+	// MaxResponseBytes caps each body (0: DefaultMaxResponseBytes).
+	MaxResponseBytes int64
+	// Limit bounds the requests in flight across all apps (nil: unbounded).
+	Limit *semaphore.Weighted
+	// Metrics instruments every request (nil: none).
+	Metrics *Metrics
+	// UserAgent is sent with every request.
+	UserAgent string
+}
+
+// Client calls the platform on behalf of one app.
+type Client struct {
+	t      *Transport
+	appID  string
+	tokens TokenSource
+	now    func() time.Time
+
+	mu         sync.Mutex
+	retryAfter time.Time
+}
+
+// New returns a client for appID using tokens from ts.
+func New(t *Transport, appID string, ts TokenSource) *Client {
+	return &Client{t: t, appID: appID, tokens: ts, now: time.Now}
+}
+
+// AppID is the application ID this client acts for.
+func (c *Client) AppID() string { return c.appID }
+
+// RetryAfter is the time before which the client refuses to call the
+// platform because of an earlier 429 (zero when not rate limited).
+func (c *Client) RetryAfter() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.now().Before(c.retryAfter) {
+		return c.retryAfter
+	}
+	return time.Time{}
+}
+
+// envelope holds the fields around data (interface.md §2.1).
+type envelope struct {
+	Code    Code
+	Message string
+	Msg     string
+	Success *bool
+	HasData bool
+}
+
+// Code is the envelope's code: a string, also accepted as a JSON number.
+type Code string
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (c *Code) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*c = Code(s)
+	case bytes.Equal(b, []byte("null")):
+		*c = ""
+	default:
+		var n json.Number
+		if err := json.Unmarshal(b, &n); err != nil {
+			return fmt.Errorf("code is neither a string nor a number: %s", snippet(b))
+		}
+		*c = Code(n.String())
+	}
+	return nil
+}
+
+// dataFunc decodes the data member from dec, which is positioned at its value.
+type dataFunc func(dec *json.Decoder) error
+
+// do performs one GET and decodes the envelope, handing data to decode.
+func (c *Client) do(ctx context.Context, endpoint string, query url.Values, decode dataFunc) (env envelope, err error) {
+	if until := c.RetryAfter(); !until.IsZero() {
+		return env, &RateLimitedError{Endpoint: endpoint, Until: until}
+	}
+	if c.t.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.t.Timeout)
+		defer cancel()
+	}
+	if c.t.Limit != nil {
+		if err := c.t.Limit.Acquire(ctx, 1); err != nil {
+			return env, classifyTransport(ctx, endpoint, err)
+		}
+		defer c.t.Limit.Release(1)
+	}
+	token, err := c.tokens.Token(ctx)
+	if err != nil {
+		return env, err
+	}
+
+	u := c.t.BaseURL.JoinPath(endpoint)
+	u.RawQuery = query.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return env, &NetworkError{Endpoint: endpoint, Err: err}
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.t.UserAgent != "" {
+		req.Header.Set("User-Agent", c.t.UserAgent)
+	}
+	if c.t.HeaderStyle == HeaderToken {
+		req.Header.Set("token", token)
+	} else {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+
+	start := time.Now()
+	status := ""
+	defer func() { c.t.Metrics.observe(endpoint, status, time.Since(start)) }()
+
+	resp, err := c.t.HTTP.Do(req)
+	if err != nil {
+		status = "error"
+		return env, classifyTransport(ctx, endpoint, err)
+	}
+	defer func() {
+		// Drain a little so the connection can be reused, then close.
+		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
+		resp.Body.Close()
+	}()
+	status = strconv.Itoa(resp.StatusCode)
+
+	maxBytes := c.t.MaxResponseBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxResponseBytes
+	}
+	body := &limitedBody{r: resp.Body, left: maxBytes}
+
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		b, rerr := io.ReadAll(io.LimitReader(body, maxSnippet))
+		if rerr != nil && len(b) == 0 && ctx.Err() != nil {
+			return env, classifyTransport(ctx, endpoint, rerr)
+		}
+		herr := &HTTPError{Endpoint: endpoint, StatusCode: resp.StatusCode, Snippet: redact(snippet(b), token)}
+		if resp.StatusCode == http.StatusTooManyRequests {
+			herr.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
+			c.backOff(herr.RetryAfter)
+		}
+		return env, herr
+	}
+
+	env, err = decodeEnvelope(body, decode)
+	if err != nil {
+		if cerr, ok := isCallbackError(err); ok {
+			return env, cerr
+		}
+		switch {
+		case errors.Is(body.readErr, ErrBodyTooLarge):
+			return env, &DecodeError{Endpoint: endpoint, Err: fmt.Errorf("%w (%d bytes)", ErrBodyTooLarge, maxBytes)}
+		case body.readErr != nil:
+			return env, classifyTransport(ctx, endpoint, body.readErr)
+		case ctx.Err() != nil:
+			return env, classifyTransport(ctx, endpoint, ctx.Err())
+		}
+		return env, &DecodeError{Endpoint: endpoint, Err: errors.New(redact(err.Error(), token))}
+	}
+	if env.Success == nil {
+		return env, &DecodeError{Endpoint: endpoint, Err: errors.New("envelope has no success flag")}
+	}
+	if !*env.Success {
+		msg := env.Message
+		if msg == "" {
+			msg = env.Msg
+		}
+		aerr := &APIError{Endpoint: endpoint, Code: string(env.Code), Message: redact(truncate(msg, maxSnippet), token)}
+		if aerr.Code == "429" {
+			c.backOff(time.Minute)
+		}
+		return env, aerr
+	}
+	return env, nil
+}
+
+// backOff records that the platform asked for no calls for d.
+func (c *Client) backOff(d time.Duration) {
+	if d <= 0 {
+		d = time.Minute
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if until := c.now().Add(d); until.After(c.retryAfter) {
+		c.retryAfter = until
+	}
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		if n < 0 {
+			return 0
+		}
+		return min(time.Duration(n)*time.Second, time.Hour)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return min(max(t.Sub(now), 0), time.Hour)
+	}
+	return 0
+}
+
+// decodeEnvelope walks the top-level object, keeping the envelope fields and
+// handing data to decode as it streams past.
+func decodeEnvelope(r io.Reader, decode dataFunc) (envelope, error) {
+	var env envelope
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
+	if err := expectDelim(dec, '{'); err != nil {
+		return env, err
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return env, err
+		}
+		key, _ := tok.(string)
+		switch key {
+		case "code":
+			err = dec.Decode(&env.Code)
+		case "message":
+			err = decodeLooseString(dec, &env.Message)
+		case "msg":
+			err = decodeLooseString(dec, &env.Msg)
+		case "success":
+			var b bool
+			if err = dec.Decode(&b); err == nil {
+				env.Success = &b
+			} else {
+				err = fmt.Errorf("success: %w", err)
+			}
+		case "data":
+			env.HasData = true
+			if decode == nil {
+				err = skipValue(dec)
+			} else {
+				err = decode(dec)
+			}
+		default:
+			err = skipValue(dec)
+		}
+		if err != nil {
+			return env, err
+		}
+	}
+	if err := expectDelim(dec, '}'); err != nil {
+		return env, err
+	}
+	return env, nil
+}
+
+// decodeLooseString accepts a string or null; anything else is kept as its
+// JSON text, since a message is only ever shown to people.
+func decodeLooseString(dec *json.Decoder, s *string) error {
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	if len(raw) > 0 && raw[0] == '"' {
+		return json.Unmarshal(raw, s)
+	}
+	if string(raw) != "null" {
+		*s = string(raw)
+	}
+	return nil
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		if err == io.EOF {
+			return io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return fmt.Errorf("expected %q, found %s", want, describeToken(tok))
+	}
+	return nil
+}
+
+func describeToken(tok json.Token) string {
+	switch v := tok.(type) {
+	case json.Delim:
+		return fmt.Sprintf("%q", v.String())
+	case string:
+		return "a string"
+	case json.Number, float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", tok)
+}
+
+// skipValue consumes one JSON value without keeping it.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			if err == io.EOF {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				depth++
+			default:
+				depth--
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+// limitedBody caps what is read and remembers the first read error that is
+// not io.EOF, so that a reset connection is told apart from bad JSON.
+type limitedBody struct {
+	r       io.Reader
+	left    int64
+	readErr error
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// Probe for one more byte: a body of exactly the cap is fine.
+		var one [1]byte
+		n, err := b.r.Read(one[:])
+		if n > 0 {
+			b.readErr = ErrBodyTooLarge
+			return 0, ErrBodyTooLarge
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	if err != nil && err != io.EOF && b.readErr == nil {
+		b.readErr = err
+	}
+	return n, err
+}
+
+func redact(s, secret string) string {
+	if secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, secret, "<redacted>")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// Concurrency returns the app's real-time concurrency status
+// (GET /getconcurrentNumber?appId=).
+func (c *Client) Concurrency(ctx context.Context) (*Concurrency, error) {
+	var (
+		out  Concurrency
+		null bool
+	)
+	_, err := c.do(ctx, EndpointConcurrency, url.Values{"appId": {c.appID}}, func(dec *json.Decoder) error {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
+		if string(raw) == "null" {
+			null = true
+			return nil
+		}
+		return strictUnmarshal(raw, &out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if null {
+		return nil, &DecodeError{Endpoint: EndpointConcurrency, Err: errors.New("data is null")}
+	}
+	return &out, nil
+}
+
+// Conversation returns the details of one conversation
+// (GET /getConversationById?conversationId=).
+func (c *Client) Conversation(ctx context.Context, id string) (*Conversation, error) {
+	var (
+		out  Conversation
+		null bool
+	)
+	_, err := c.do(ctx, EndpointConversation, url.Values{"conversationId": {id}}, func(dec *json.Decoder) error {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
+		if string(raw) == "null" {
+			null = true
+			return nil
+		}
+		return strictUnmarshal(raw, &out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if null {
+		return nil, &DecodeError{Endpoint: EndpointConversation, Err: errors.New("data is null")}
+	}
+	return &out, nil
+}
+
+// StopSession closes an active session (GET /sessionStop?uuid=). An unknown
+// or already ended session gives an *APIError for which IsNotFound may hold.
+func (c *Client) StopSession(ctx context.Context, sessionID string) (*StopResult, error) {
+	var data json.RawMessage
+	env, err := c.do(ctx, EndpointStop, url.Values{"uuid": {sessionID}}, func(dec *json.Decoder) error {
+		return dec.Decode(&data)
+	})
+	if err != nil {
+		return nil, err
+	}
+	msg := env.Message
+	if msg == "" {
+		msg = env.Msg
+	}
+	return &StopResult{Code: string(env.Code), Message: msg, Data: data}, nil
+}
+
+// strictUnmarshal decodes an object, failing on wrong value types but
+// ignoring unknown fields (the platform may add some at any time).
+func strictUnmarshal(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || raw[0] != '{' {
+		return fmt.Errorf("data is not an object: %s", snippet(raw))
+	}
+	return json.Unmarshal(raw, v)
+}

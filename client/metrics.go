@@ -1,0 +1,45 @@
+package client
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics instruments the requests made to the platform. Create it once per
+// process and share it between every app's client.
+type Metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// NewMetrics creates the client metrics and registers them with reg (if not
+// nil).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "duix_api_requests_total",
+			Help: "Requests made to the platform API, by endpoint and HTTP status code (\"error\" when no response arrived).",
+		}, []string{"endpoint", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "duix_api_request_duration_seconds",
+			Help:    "Time from sending a request to the platform API until its body was read, by endpoint.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"endpoint"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.duration)
+	}
+	return m
+}
+
+// RequestsCounter exposes the request counter, for tests.
+func (m *Metrics) RequestsCounter() *prometheus.CounterVec { return m.requests }
+
+func (m *Metrics) observe(endpoint, code string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(endpoint, code).Inc()
+	m.duration.WithLabelValues(endpoint).Observe(d.Seconds())
+}
