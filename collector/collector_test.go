@@ -2,6 +2,7 @@ package collector_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -84,7 +85,7 @@ func (e *env) collector(names ...string) prometheus.Collector {
 
 var appMetrics = []string{
 	"duix_up", "duix_app_concurrency_limit", "duix_app_concurrency_in_use", "duix_app_active_sessions",
-	"duix_app_info", "duix_scrape_errors_total", "duix_conversation_max_concurrent", "duix_conversation_info",
+	"duix_app_info", "duix_conversation_max_concurrent", "duix_conversation_info",
 	"duix_conversation_active_sessions", "duix_conversation_last_refresh_timestamp_seconds",
 }
 
@@ -144,6 +145,29 @@ duix_up{app="beta"} 1
 	n, err := testutil.GatherAndCount(gathererOf(e.collector()), "duix_scrape_duration_seconds")
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
+	// Error counters start at zero for every endpoint the app uses.
+	require.NoError(t, testutil.CollectAndCompare(e.collector(), strings.NewReader(
+		errorsExposition(map[string][]string{
+			"alpha": {client.EndpointConversation, client.EndpointConcurrency, client.EndpointSessions},
+			"beta":  {client.EndpointConcurrency, client.EndpointSessions},
+		}, nil)), "duix_scrape_errors_total"))
+}
+
+// errorsExposition renders duix_scrape_errors_total for the apps' endpoints
+// and every reason: 0, except the series named in counts
+// ("app/endpoint/reason").
+func errorsExposition(apps map[string][]string, counts map[string]int) string {
+	var b strings.Builder
+	b.WriteString("# HELP duix_scrape_errors_total Failed calls to the platform, by app, endpoint and reason (timeout, http, api, decode, auth, network, rate_limited).\n")
+	b.WriteString("# TYPE duix_scrape_errors_total counter\n")
+	for app, endpoints := range apps {
+		for _, ep := range endpoints {
+			for _, r := range client.Reasons {
+				fmt.Fprintf(&b, "duix_scrape_errors_total{app=%q,endpoint=%q,reason=%q} %d\n", app, ep, r, counts[app+"/"+ep+"/"+r])
+			}
+		}
+	}
+	return b.String()
 }
 
 func gathererOf(c prometheus.Collector) prometheus.Gatherer {
@@ -173,16 +197,15 @@ duix_app_concurrency_in_use{app="good"} 1
 # TYPE duix_app_active_sessions gauge
 duix_app_active_sessions{app="bad"} 0
 duix_app_active_sessions{app="good"} 1
-# HELP duix_scrape_errors_total Failed calls to the platform, by app, endpoint and reason (timeout, http, api, decode, auth, network, rate_limited).
-# TYPE duix_scrape_errors_total counter
-duix_scrape_errors_total{app="bad",endpoint="getconcurrentNumber",reason="http"} 1
 `
-	require.NoError(t, testutil.CollectAndCompare(e.collector(), strings.NewReader(expected),
-		"duix_up", "duix_app_concurrency_in_use", "duix_app_active_sessions", "duix_scrape_errors_total"))
-	// The counter keeps counting across scrapes.
-	expected2 := strings.Replace(expected, `reason="http"} 1`, `reason="http"} 2`, 1)
-	require.NoError(t, testutil.CollectAndCompare(e.collector(), strings.NewReader(expected2),
-		"duix_up", "duix_app_concurrency_in_use", "duix_app_active_sessions", "duix_scrape_errors_total"))
+	endpoints := []string{client.EndpointConcurrency, client.EndpointSessions}
+	apps := map[string][]string{"good": endpoints, "bad": endpoints}
+	for scrape := 1; scrape <= 2; scrape++ {
+		// The counter keeps counting across scrapes; nothing else changes.
+		errs := errorsExposition(apps, map[string]int{"bad/getconcurrentNumber/http": scrape})
+		require.NoError(t, testutil.CollectAndCompare(e.collector(), strings.NewReader(expected+errs),
+			"duix_up", "duix_app_concurrency_in_use", "duix_app_active_sessions", "duix_scrape_errors_total"), "scrape %d", scrape)
+	}
 }
 
 func TestScrapeTimeoutGivesUpZeroWithReasonTimeout(t *testing.T) {

@@ -352,6 +352,18 @@ func (st *appState) configure(c *client.Client, ids []string) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.c = c
+	// Every error series starts at 0, so that the first failure is seen
+	// by rate() and increase().
+	endpoints := []string{client.EndpointConcurrency, client.EndpointSessions}
+	if len(ids) > 0 {
+		endpoints = append(endpoints, client.EndpointConversation)
+	}
+	for _, ep := range endpoints {
+		for _, reason := range client.Reasons {
+			k := errKey{ep, reason}
+			st.errors[k] = st.errors[k]
+		}
+	}
 	known := map[string]*conversation{}
 	for _, cv := range st.conversations {
 		known[cv.id] = cv

@@ -1,0 +1,314 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests drive the real binary, built once by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "duix-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, exporterName)
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the binary:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// syncBuffer collects a process's output.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type process struct {
+	cmd  *exec.Cmd
+	url  string
+	logs *syncBuffer
+	done chan error
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startExporter runs the binary with args and waits until it is ready.
+func startExporter(t *testing.T, args ...string) *process {
+	t.Helper()
+	addr := freeAddr(t)
+	p := &process{logs: &syncBuffer{}, url: "http://" + addr, done: make(chan error, 1)}
+	p.cmd = exec.Command(binary, append([]string{"--web.listen-address=" + addr}, args...)...)
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	require.NoError(t, p.cmd.Start())
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() { p.stop(t) })
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("exporter exited early: %v\n%s", err, p.logs)
+		default:
+		}
+		if resp, err := http.Get(p.url + "/-/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("exporter not ready after 10s:\n%s", p.logs)
+	return nil
+}
+
+// stop sends SIGTERM and requires a clean exit within the shutdown bound.
+func (p *process) stop(t *testing.T) {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+		assert.NoError(t, err, "exit status after SIGTERM")
+	case <-time.After(shutdownTimeout + 2*time.Second):
+		_ = p.cmd.Process.Kill()
+		t.Errorf("exporter did not stop within %s of SIGTERM", shutdownTimeout)
+	}
+}
+
+func (p *process) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(p.url + path)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func parseExposition(t *testing.T, body string) map[string]*dtoFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(body))
+	require.NoError(t, err)
+	out := map[string]*dtoFamily{}
+	for name, mf := range mfs {
+		f := &dtoFamily{values: map[string]float64{}}
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, lp := range m.GetLabel() {
+				labels = append(labels, lp.GetName()+"="+lp.GetValue())
+			}
+			v := m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
+			f.values[strings.Join(labels, ",")] = v
+		}
+		out[name] = f
+	}
+	return out
+}
+
+type dtoFamily struct{ values map[string]float64 }
+
+// documentedMetrics reads the metric names from README's metrics table.
+func documentedMetrics(t *testing.T) []string {
+	t.Helper()
+	f, err := os.Open("README.md")
+	require.NoError(t, err)
+	defer f.Close()
+	re := regexp.MustCompile("^\\| `([a-z_]+)`")
+	var names []string
+	inTable := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "## ") {
+			inTable = line == "## Metrics"
+		}
+		if m := re.FindStringSubmatch(line); inTable && m != nil {
+			names = append(names, m[1])
+		}
+	}
+	require.NotEmpty(t, names, "README has a metrics table under '## Metrics'")
+	return names
+}
+
+func TestDemoServesTheDocumentedMetricsAndTheyMove(t *testing.T) {
+	p := startExporter(t, "--demo")
+	documented := documentedMetrics(t)
+
+	var (
+		last    map[string]*dtoFamily
+		samples []string
+	)
+	deadline := time.Now().Add(6 * time.Second)
+	for time.Now().Before(deadline) {
+		code, body := p.get(t, "/metrics")
+		require.Equal(t, http.StatusOK, code)
+		last = parseExposition(t, body)
+		if f := last["duix_app_active_sessions"]; f != nil {
+			samples = append(samples, fmt.Sprint(sortedValues(f.values)))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for _, name := range documented {
+		assert.Contains(t, last, name, "documented metric %s is served by --demo", name)
+	}
+	for _, app := range []string{"support-desk", "sales-avatar", "museum-guide"} {
+		assert.Equal(t, 1.0, last["duix_up"].values["app="+app], "duix_up for %s", app)
+	}
+	distinct := map[string]bool{}
+	for _, s := range samples {
+		distinct[s] = true
+	}
+	assert.Greater(t, len(distinct), 1, "active sessions change within a few seconds: %v", samples)
+}
+
+func sortedValues(m map[string]float64) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, fmt.Sprintf("%s:%g", k, v))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestPromtoolAcceptsTheExposition(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	require.NoError(t, err, "promtool is needed (Debian package prometheus): run `make test-deps`")
+	p := startExporter(t, "--demo")
+	_, body := p.get(t, "/metrics")
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(body)
+	out, err := cmd.CombinedOutput()
+	assert.NoError(t, err, "promtool check metrics:\n%s", out)
+	assert.Empty(t, strings.TrimSpace(string(out)))
+
+	_, probe := p.get(t, "/probe?app=museum-guide")
+	cmd = exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(probe)
+	out, err = cmd.CombinedOutput()
+	assert.NoError(t, err, "promtool check metrics on /probe:\n%s", out)
+}
+
+func TestConfigCheck(t *testing.T) {
+	run := func(path string) (int, string) {
+		cmd := exec.Command(binary, "--config.check", "--config.file="+path)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		}
+		require.NoError(t, err)
+		return 0, string(out)
+	}
+	code, out := run("config/testdata/good.yml")
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "SUCCESS")
+	assert.NotContains(t, out, "SECRET-", "secrets are not printed")
+
+	bad, err := filepath.Glob("config/testdata/invalid-*.yml")
+	require.NoError(t, err)
+	require.NotEmpty(t, bad)
+	for _, path := range bad {
+		code, out := run(path)
+		assert.Equal(t, 1, code, "%s: %s", path, out)
+		assert.Contains(t, out, "FAILED", path)
+		assert.Contains(t, out, filepath.Base(path), "the message names the file")
+		assert.NotContains(t, out, "SECRET-", path)
+	}
+	// A few messages that name the problem.
+	for file, want := range map[string]string{
+		"invalid-two-credentials.yml":   "exactly one of app_key, app_key_file, token, token_file",
+		"invalid-duplicate-name.yml":    "duplicate name",
+		"invalid-unknown-field-app.yml": "not found",
+		"invalid-bad-auth-header.yml":   "api.auth_header",
+	} {
+		_, out := run("config/testdata/" + file)
+		assert.Contains(t, out, want, file)
+	}
+	code, out = run("does-not-exist.yml")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "does-not-exist.yml")
+}
+
+func TestReloadKeepsTheRunningConfigWhenTheNewOneIsBad(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "duix.yml")
+	good := "apps:\n  - name: one\n    app_id: \"1\"\n    app_key: KEY-reload-test-0001\n"
+	require.NoError(t, os.WriteFile(cfgPath, []byte(good), 0o600))
+	p := startExporter(t, "--config.file="+cfgPath)
+
+	reload := func() int {
+		resp, err := http.Post(p.url+"/-/reload", "", nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	gauge := func() float64 {
+		_, body := p.get(t, "/metrics")
+		return parseExposition(t, body)["duix_exporter_config_last_reload_successful"].values[""]
+	}
+	require.NoError(t, os.WriteFile(cfgPath, []byte("apps: [\n"), 0o600))
+	assert.Equal(t, http.StatusInternalServerError, reload())
+	assert.Equal(t, 0.0, gauge())
+	_, body := p.get(t, "/metrics")
+	assert.Contains(t, body, `duix_up{app="one"}`, "the old configuration keeps serving")
+
+	two := good + "  - name: two\n    app_id: \"2\"\n    app_key: KEY-reload-test-0002\n"
+	require.NoError(t, os.WriteFile(cfgPath, []byte(two), 0o600))
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+	require.Eventually(t, func() bool { return gauge() == 1 }, 5*time.Second, 50*time.Millisecond)
+	_, body = p.get(t, "/metrics")
+	assert.Contains(t, body, `duix_up{app="two"}`)
+
+	code, _ := p.get(t, "/-/reload")
+	assert.Equal(t, http.StatusMethodNotAllowed, code)
+	assert.NotContains(t, p.logs.String(), "KEY-reload-test", "keys never reach the logs")
+}
