@@ -11,9 +11,13 @@ LDFLAGS  := -s -w -X $(PKG).Version=$(VERSION) -X $(PKG).Revision=$(REVISION) \
             -X $(PKG).BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 export CGO_ENABLED ?= 0
 
-# Debian packages whose binaries the tests drive: promtool (package
-# prometheus) for rule and exposition checks.
-TEST_DEBS := prometheus
+# Binaries the tests drive, as binary:debian-package pairs; `make
+# test-deps` installs the packages of those missing.
+TEST_TOOLS := promtool:prometheus prometheus:prometheus
+
+# Test targets run by `make test` after the Go tests. Add a line per
+# target here (prerequisites are expanded when the rule is read).
+EXTRA_TESTS :=
 
 .PHONY: help
 help: ## List the targets.
@@ -28,12 +32,17 @@ run: build ## Run the exporter against the built-in simulator (no credentials), 
 	./$(BIN) --demo
 
 .PHONY: test
-test: test-deps fmt-check vet ## Run every test (race detector on).
+test: test-deps fmt-check vet go-test $(EXTRA_TESTS) ## Run every test.
+
+.PHONY: go-test
+go-test: ## The Go tests, race detector on.
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 
 .PHONY: test-deps
 test-deps: ## Install what the tests drive (Debian packages), if missing.
-	@missing=""; command -v promtool >/dev/null || missing="$$missing prometheus"; \
+	@missing=""; for tp in $(TEST_TOOLS); do \
+		command -v "$${tp%%:*}" >/dev/null || missing="$$missing $${tp#*:}"; \
+	done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
