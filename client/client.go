@@ -425,38 +425,23 @@ func truncate(s string, n int) string {
 // Concurrency returns the app's real-time concurrency status
 // (GET /getconcurrentNumber?appId=).
 func (c *Client) Concurrency(ctx context.Context) (*Concurrency, error) {
-	var (
-		out  Concurrency
-		null bool
-	)
-	_, err := c.do(ctx, EndpointConcurrency, url.Values{"appId": {c.appID}}, func(dec *json.Decoder) error {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return err
-		}
-		if string(raw) == "null" {
-			null = true
-			return nil
-		}
-		return strictUnmarshal(raw, &out)
-	})
-	if err != nil {
-		return nil, err
-	}
-	if null {
-		return nil, &DecodeError{Endpoint: EndpointConcurrency, Err: errors.New("data is null")}
-	}
-	return &out, nil
+	return getObject[Concurrency](ctx, c, EndpointConcurrency, url.Values{"appId": {c.appID}})
 }
 
 // Conversation returns the details of one conversation
 // (GET /getConversationById?conversationId=).
 func (c *Client) Conversation(ctx context.Context, id string) (*Conversation, error) {
+	return getObject[Conversation](ctx, c, EndpointConversation, url.Values{"conversationId": {id}})
+}
+
+// getObject calls an endpoint whose data is one object; null data is an
+// error.
+func getObject[T any](ctx context.Context, c *Client, endpoint string, query url.Values) (*T, error) {
 	var (
-		out  Conversation
+		out  T
 		null bool
 	)
-	_, err := c.do(ctx, EndpointConversation, url.Values{"conversationId": {id}}, func(dec *json.Decoder) error {
+	_, err := c.do(ctx, endpoint, query, func(dec *json.Decoder) error {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
 			return err
@@ -471,7 +456,7 @@ func (c *Client) Conversation(ctx context.Context, id string) (*Conversation, er
 		return nil, err
 	}
 	if null {
-		return nil, &DecodeError{Endpoint: EndpointConversation, Err: errors.New("data is null")}
+		return nil, &DecodeError{Endpoint: endpoint, Err: errors.New("data is null")}
 	}
 	return &out, nil
 }
