@@ -394,3 +394,20 @@ func TestReloadKeepsStateOfUnchangedApps(t *testing.T) {
 	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointConversation), "conversation details survive a reload")
 	assert.Equal(t, []string{"a"}, e.exp.AppNames())
 }
+
+func TestConcurrentScrapeLimitIsShared(t *testing.T) {
+	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, nil})
+	e.sim.SetLatency("", "", 300*time.Millisecond)
+	h := e.exp.MetricsHandler(collector.HandlerOpts{MaxRequestsInFlight: 1})
+	first := make(chan int)
+	go func() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		first <- rec.Code
+	}()
+	require.Eventually(t, func() bool { return e.sim.Requests(simulator.EndpointConcurrency) == 1 }, 5*time.Second, 5*time.Millisecond)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code, "a second scrape while the first is in flight")
+	assert.Equal(t, http.StatusOK, <-first)
+}

@@ -83,11 +83,26 @@ func (e *Exporter) handler(o HandlerOpts, pick func(*http.Request) ([]string, in
 	if logger == nil {
 		logger = log.NewNopLogger()
 	}
+	// The limit is shared by every request to this handler (a promhttp
+	// handler is made per request, so its own limit would not be).
+	var inFlight chan struct{}
+	if o.MaxRequestsInFlight > 0 {
+		inFlight = make(chan struct{}, o.MaxRequestsInFlight)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		names, status, msg := pick(r)
 		if status != 0 {
 			http.Error(w, msg, status)
 			return
+		}
+		if inFlight != nil {
+			select {
+			case inFlight <- struct{}{}:
+				defer func() { <-inFlight }()
+			default:
+				http.Error(w, fmt.Sprintf("Limit of concurrent scrapes reached (%d), try again later.", o.MaxRequestsInFlight), http.StatusServiceUnavailable)
+				return
+			}
 		}
 		ctx, cancel, err := ScrapeContext(r, o.TimeoutOffset)
 		if err != nil {
@@ -102,9 +117,8 @@ func (e *Exporter) handler(o HandlerOpts, pick func(*http.Request) ([]string, in
 			g = prometheus.Gatherers{reg, o.Gatherer} // the apps first: their calls update the client metrics
 		}
 		promhttp.HandlerFor(g, promhttp.HandlerOpts{
-			ErrorLog:            promhttpLogger{logger},
-			ErrorHandling:       promhttp.ContinueOnError,
-			MaxRequestsInFlight: o.MaxRequestsInFlight,
+			ErrorLog:      promhttpLogger{logger},
+			ErrorHandling: promhttp.ContinueOnError,
 		}).ServeHTTP(w, r)
 	})
 }
