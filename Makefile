@@ -14,6 +14,7 @@ export CGO_ENABLED ?= 0
 # Binaries the tests drive, as binary:debian-package pairs; `make
 # test-deps` installs the packages of those missing.
 TEST_TOOLS := promtool:prometheus prometheus:prometheus
+TEST_TOOLS += chromium:chromium
 
 # Test targets run by `make test` after the Go tests. Add a line per
 # target here (prerequisites are expanded when the rule is read).

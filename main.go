@@ -48,6 +48,8 @@ func run(args []string) int {
 	sim.Flag("simulator.latency", "Latency added to every answer.").Default("0s").DurationVar(&so.latency)
 	sim.Flag("simulator.write-config", "Write an exporter configuration for the demo apps to this file.").StringVar(&so.writeConfig)
 
+	ops := addOperatorCommands(app)
+
 	cmd, err := app.Parse(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v, try --help\n", exporterName, err)
@@ -63,6 +65,9 @@ func run(args []string) int {
 		return runServe(o, logger, slogger)
 	case sim.FullCommand():
 		return runSimulator(so, logger)
+	}
+	if code, ok := ops.run(cmd, o.configFile, logger); ok {
+		return code
 	}
 	return 2
 }

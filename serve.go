@@ -165,22 +165,7 @@ func newMux(o serveOptions, exp *collector.Exporter, reg prometheus.Gatherer, re
 		fmt.Fprintln(w, "Configuration reloaded")
 	})
 	if o.telemetryPath != "/" && o.telemetryPath != "" {
-		links := []web.LandingLinks{
-			{Address: o.telemetryPath, Text: "Metrics", Description: "Every configured app's metrics"},
-		}
-		if names := exp.AppNames(); len(names) > 0 {
-			links = append(links, web.LandingLinks{Address: "/probe?app=" + names[0], Text: "Probe one app", Description: "Metrics of a single app: /probe?app=NAME"})
-		}
-		links = append(links,
-			web.LandingLinks{Address: "/-/healthy", Text: "Health", Description: "Liveness"},
-			web.LandingLinks{Address: "/-/ready", Text: "Readiness", Description: "Readiness"},
-		)
-		landing, err := web.NewLandingPage(web.LandingConfig{
-			Name:        exporterName,
-			Description: "Prometheus exporter for apps on the Duix digital-human platform",
-			Version:     version.Info(),
-			Links:       links,
-		})
+		landing, err := newLandingPage(o.telemetryPath, exp)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/duix-exporter/duix_exporter/client"
+)
+
+type appsCheckOptions struct {
+	output string // table or json
+}
+
+// appCheck is the outcome of checking one app; its JSON form is the
+// output of `apps check --output json`.
+type appCheck struct {
+	App            string  `json:"app"`
+	Up             bool    `json:"up"`
+	InUse          *int64  `json:"in_use"`
+	Limit          *int64  `json:"limit"`
+	ActiveSessions *int    `json:"active_sessions"`
+	LatencySeconds float64 `json:"latency_seconds"`
+	ErrorReason    string  `json:"error_reason,omitempty"`
+	Error          string  `json:"error,omitempty"`
+}
+
+// checkApp makes the calls a scrape makes for an app (concurrency and the
+// session list, at once); the app is up when both succeed, as for duix_up.
+func checkApp(ctx context.Context, name string, c *client.Client) appCheck {
+	res := appCheck{App: name}
+	start := time.Now()
+	var (
+		wg               sync.WaitGroup
+		conc             *client.Concurrency
+		concErr, sessErr error
+		sessions         int
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		conc, concErr = c.Concurrency(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		sessErr = c.EachSession(ctx, client.SessionOptions{}, func(client.Session) error {
+			sessions++
+			return nil
+		})
+	}()
+	wg.Wait()
+	res.LatencySeconds = time.Since(start).Seconds()
+	if concErr == nil && conc != nil {
+		res.InUse, res.Limit = &conc.UserConcurrentNumber, &conc.TotalConcurrentNumber
+	}
+	if sessErr == nil {
+		res.ActiveSessions = &sessions
+	}
+	res.Up = concErr == nil && sessErr == nil
+	err := concErr
+	if err == nil {
+		err = sessErr
+	}
+	if err != nil {
+		res.ErrorReason, res.Error = client.Reason(err), printable(err.Error(), 512)
+	}
+	return res
+}
+
+// runAppsCheck implements `apps check`.
+func runAppsCheck(ctx context.Context, env *cli, o appsCheckOptions) int {
+	cfg, pool, code := env.load()
+	if code != exitOK {
+		return code
+	}
+	defer pool.Close()
+	if len(cfg.Apps) == 0 {
+		return env.failf(exitUsage, "no apps in %s", env.configFile)
+	}
+	results := make([]appCheck, len(cfg.Apps))
+	var wg sync.WaitGroup
+	for i, a := range cfg.Apps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = checkApp(ctx, a.Name, pool.Client(a.Name))
+		}()
+	}
+	wg.Wait()
+
+	failed := 0
+	for _, r := range results {
+		if !r.Up {
+			failed++
+		}
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(results); err != nil {
+			return env.failf(exitFailed, "writing the output: %v", err)
+		}
+	} else {
+		rows := [][]string{{"APP", "UP", "IN USE / LIMIT", "ACTIVE SESSIONS", "LATENCY", "ERROR"}}
+		for _, r := range results {
+			up, usage, sessions, errText := "1", "-", "-", ""
+			if !r.Up {
+				up = "0"
+			}
+			if r.InUse != nil {
+				usage = fmt.Sprintf("%d / %d", *r.InUse, *r.Limit)
+			}
+			if r.ActiveSessions != nil {
+				sessions = strconv.Itoa(*r.ActiveSessions)
+			}
+			if r.Error != "" {
+				errText = r.ErrorReason + ": " + r.Error
+			}
+			rows = append(rows, []string{r.App, up, usage, sessions, formatLatency(r.LatencySeconds), errText})
+		}
+		if err := writeTable(env.stdout, rows); err != nil {
+			return env.failf(exitFailed, "writing the output: %v", err)
+		}
+	}
+	if failed > 0 {
+		fmt.Fprintf(env.stderr, "%s: %d of %d app(s) failed\n", env.name, failed, len(results))
+		return exitFailed
+	}
+	return exitOK
+}
+
+// formatLatency prints a duration in milliseconds (seconds from 10 s on).
+func formatLatency(secs float64) string {
+	if secs >= 10 {
+		return strconv.FormatFloat(secs, 'f', 1, 64) + "s"
+	}
+	return strconv.FormatFloat(secs*1000, 'f', 1, 64) + "ms"
+}

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"unicode"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/common/version"
+
+	"github.com/duix-exporter/duix_exporter/client"
+	"github.com/duix-exporter/duix_exporter/config"
+)
+
+// Exit codes of the operator commands (apps, sessions, conversation).
+const (
+	exitOK       = 0 // done
+	exitFailed   = 1 // a call to the platform failed (apps check: at least one app)
+	exitUsage    = 2 // bad arguments, unknown app, unreadable or invalid configuration
+	exitNotFound = 3 // the session or conversation is unknown, or the session is no longer active
+	exitDeclined = 4 // sessions stop was not confirmed: nothing was done
+)
+
+// operatorCommands are the commands an operator runs by hand or from a
+// script: they read the same configuration file as the exporter and call
+// the platform directly.
+type operatorCommands struct {
+	appsCheck, sessionsList, sessionsStop, conversationShow *kingpin.CmdClause
+
+	check appsCheckOptions
+	list  sessionsListOptions
+	stop  sessionsStopOptions
+	show  conversationShowOptions
+}
+
+// addOperatorCommands registers the operator commands with app.
+func addOperatorCommands(app *kingpin.Application) *operatorCommands {
+	c := &operatorCommands{}
+
+	apps := app.Command("apps", "Operator commands about the configured apps.")
+	c.appsCheck = apps.Command("check", "Call every configured app once and print a status table; exit 1 when any app failed.")
+	c.appsCheck.Flag("output", "Output format: table or json.").Default("table").EnumVar(&c.check.output, "table", "json")
+
+	sessions := app.Command("sessions", "Operator commands about an app's active sessions.")
+	c.sessionsList = sessions.Command("list", "List the active sessions of an app.")
+	c.sessionsList.Flag("app", "Name of a configured app.").Required().StringVar(&c.list.app)
+	c.sessionsList.Flag("output", "Output format: table or json.").Default("table").EnumVar(&c.list.output, "table", "json")
+
+	c.sessionsStop = sessions.Command("stop", "Close one active session of an app, freeing its concurrency slot.")
+	c.sessionsStop.Flag("app", "Name of a configured app.").Required().StringVar(&c.stop.app)
+	c.sessionsStop.Flag("session", "ID of the session to close (from sessions list).").Required().StringVar(&c.stop.session)
+	c.sessionsStop.Flag("yes", "Do not ask for confirmation (needed when stdin is not a terminal).").BoolVar(&c.stop.yes)
+
+	conversation := app.Command("conversation", "Operator commands about conversations.")
+	c.conversationShow = conversation.Command("show", "Show a conversation's configuration: persona, avatar, background, TTS, large models, scripts and maxConversation.")
+	c.conversationShow.Flag("app", "Name of a configured app.").Required().StringVar(&c.show.app)
+	c.conversationShow.Flag("id", "Conversation ID.").Required().StringVar(&c.show.id)
+	c.conversationShow.Flag("output", "Output format: text or json.").Default("text").EnumVar(&c.show.output, "text", "json")
+	return c
+}
+
+// run runs the operator command cmd, if it is one; ok is false otherwise.
+func (c *operatorCommands) run(cmd, configFile string, logger log.Logger) (code int, ok bool) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	env := &cli{
+		name:       exporterName + " " + cmd,
+		configFile: configFile,
+		logger:     logger,
+		stdin:      os.Stdin,
+		stdout:     os.Stdout,
+		stderr:     os.Stderr,
+	}
+	switch cmd {
+	case c.appsCheck.FullCommand():
+		return runAppsCheck(ctx, env, c.check), true
+	case c.sessionsList.FullCommand():
+		return runSessionsList(ctx, env, c.list), true
+	case c.sessionsStop.FullCommand():
+		return runSessionsStop(ctx, env, c.stop), true
+	case c.conversationShow.FullCommand():
+		return runConversationShow(ctx, env, c.show), true
+	}
+	return 0, false
+}
+
+// cli is what an operator command works with: the configuration file, the
+// standard streams and a logger for diagnostics.
+type cli struct {
+	name       string // "duix_exporter sessions stop", prefixes messages
+	configFile string
+	logger     log.Logger
+	stdin      *os.File
+	stdout     io.Writer
+	stderr     io.Writer
+}
+
+// failf prints a diagnostic to stderr and returns code.
+func (c *cli) failf(code int, format string, args ...any) int {
+	fmt.Fprintf(c.stderr, "%s: %s\n", c.name, fmt.Sprintf(format, args...))
+	return code
+}
+
+// load reads the configuration and builds a client for every app. No
+// request is made. On failure it prints why and returns a non-zero code.
+func (c *cli) load() (*config.Config, *client.Pool, int) {
+	cfg, err := config.Load(c.configFile)
+	if err != nil {
+		return nil, nil, c.failf(exitUsage, "cannot load the configuration: %v", err)
+	}
+	pool, err := client.NewPool(cfg, client.PoolOptions{UserAgent: exporterName + "/" + version.Version})
+	if err != nil {
+		return nil, nil, c.failf(exitUsage, "cannot use the configuration %s: %v", c.configFile, err)
+	}
+	level.Debug(c.logger).Log("msg", "Loaded configuration", "file", c.configFile, "apps", len(cfg.Apps), "base_url", cfg.API.BaseURL)
+	return cfg, pool, exitOK
+}
+
+// clientFor returns the client of the named app. An unknown name is a usage
+// error whose message lists the configured names.
+func (c *cli) clientFor(name string) (*client.Client, *client.Pool, int) {
+	cfg, pool, code := c.load()
+	if code != exitOK {
+		return nil, nil, code
+	}
+	if cl := pool.Client(name); cl != nil {
+		return cl, pool, exitOK
+	}
+	pool.Close()
+	names := make([]string, len(cfg.Apps))
+	for i, a := range cfg.Apps {
+		names[i] = a.Name
+	}
+	known := "none"
+	if len(names) > 0 {
+		known = strings.Join(names, ", ")
+	}
+	return nil, nil, c.failf(exitUsage, "unknown app %q: the apps in %s are: %s", printable(name, 128), c.configFile, known)
+}
+
+// checkID validates an identifier given on the command line.
+func checkID(flag, v string) error {
+	switch {
+	case strings.TrimSpace(v) == "":
+		return fmt.Errorf("--%s is empty", flag)
+	case len(v) > 256:
+		return fmt.Errorf("--%s is longer than 256 bytes", flag)
+	case strings.IndexFunc(v, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) >= 0:
+		return fmt.Errorf("--%s %q contains spaces or control characters", flag, printable(v, 64))
+	}
+	return nil
+}
+
+// describeError renders a client error for people: its reason (the reason
+// label of duix_scrape_errors_total) and its message, made printable. The
+// client never puts a token or key in its errors.
+func describeError(err error) string {
+	return client.Reason(err) + ": " + printable(err.Error(), 512)
+}
+
+// printable replaces control characters (a platform message could carry
+// terminal escapes) and bounds the length.
+func printable(s string, maxLen int) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == '\t' {
+			return ' '
+		}
+		if unicode.IsControl(r) || r == unicode.ReplacementChar {
+			return '?'
+		}
+		return r
+	}, s)
+	if len(s) > maxLen {
+		cut := maxLen
+		for cut > 0 && !isRuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	return s
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// writeTable prints rows as aligned columns separated by two spaces,
+// without trailing blanks.
+func writeTable(w io.Writer, rows [][]string) error {
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	for _, row := range rows {
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, line := range bytes.SplitAfter(buf.Bytes(), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		if _, err := w.Write(append(bytes.TrimRight(line, " \n"), '\n')); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duix-exporter/duix_exporter/simulator"
+)
+
+// platform is a demo simulator on loopback (no churn: sessions change only
+// when a test changes them) with an exporter configuration for it.
+type platform struct {
+	sim    *simulator.Simulator
+	apps   map[string]simulator.DemoApp
+	base   string // base URL of the API
+	config string
+}
+
+func startPlatform(t *testing.T) *platform {
+	t.Helper()
+	sim, apps := simulator.NewDemo()
+	base, closeSim, err := sim.Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(closeSim)
+	p := &platform{sim: sim, apps: map[string]simulator.DemoApp{}, base: base, config: filepath.Join(t.TempDir(), "duix.yml")}
+	require.NoError(t, writeDemoConfig(p.config, base, apps))
+	for _, a := range apps {
+		p.apps[a.Name] = a
+	}
+	return p
+}
+
+func (p *platform) id(app string) string { return p.apps[app].AppID }
+
+// cliResult is what a run of the binary printed and its exit code.
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// runCLI runs the binary with the platform's configuration and args; stdin
+// is /dev/null unless given.
+func (p *platform) run(t *testing.T, stdin *os.File, args ...string) cliResult {
+	t.Helper()
+	return runBinary(t, stdin, append([]string{"--config.file=" + p.config}, args...)...)
+}
+
+func runBinary(t *testing.T, stdin *os.File, args ...string) cliResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	err := cmd.Run()
+	res := cliResult{stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		res.code = ee.ExitCode()
+	default:
+		require.NoError(t, err, "running %v", args)
+	}
+	t.Logf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", args, res.code, res.stdout, res.stderr)
+	return res
+}
+
+func TestOperatorCommandsValidateTheirArguments(t *testing.T) {
+	p := startPlatform(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"apps"}, "must select a subcommand of 'apps'"},
+		{[]string{"apps", "check", "--output=xml"}, "xml"},
+		{[]string{"sessions", "list"}, "--app"},
+		{[]string{"sessions", "list", "--app=sales-avatar", "--output=yaml"}, "yaml"},
+		{[]string{"sessions", "stop", "--app=sales-avatar"}, "--session"},
+		{[]string{"sessions", "stop", "--app=sales-avatar", "--session= ", "--yes"}, "--session is empty"},
+		{[]string{"sessions", "stop", "--app=sales-avatar", "--session=a b", "--yes"}, "contains spaces or control characters"},
+		{[]string{"conversation", "show", "--app=sales-avatar"}, "--id"},
+		{[]string{"conversation", "show", "--app=sales-avatar", "--id="}, "--id is empty"},
+	} {
+		res := p.run(t, nil, tc.args...)
+		assert.Equal(t, exitUsage, res.code, "%v", tc.args)
+		assert.Contains(t, res.stderr, tc.want, "%v", tc.args)
+		assert.Empty(t, res.stdout, "%v: nothing on stdout", tc.args)
+	}
+	assert.Zero(t, p.sim.Requests(simulator.EndpointStop), "no call reaches the platform")
+}
+
+func TestOperatorCommandsNameTheConfiguredAppsForAnUnknownOne(t *testing.T) {
+	p := startPlatform(t)
+	for _, args := range [][]string{
+		{"sessions", "list", "--app=nope"},
+		{"sessions", "stop", "--app=nope", "--session=abc", "--yes"},
+		{"conversation", "show", "--app=nope", "--id=2081"},
+	} {
+		res := p.run(t, nil, args...)
+		assert.Equal(t, exitUsage, res.code, "%v", args)
+		assert.Contains(t, res.stderr, `unknown app "nope"`, "%v", args)
+		assert.Contains(t, res.stderr, "support-desk, sales-avatar, museum-guide", "%v", args)
+	}
+}
+
+func TestOperatorCommandsNeedAUsableConfiguration(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.yml")
+	for _, args := range [][]string{
+		{"apps", "check"},
+		{"sessions", "list", "--app=a"},
+		{"sessions", "stop", "--app=a", "--session=s", "--yes"},
+		{"conversation", "show", "--app=a", "--id=1"},
+	} {
+		res := runBinary(t, nil, append([]string{"--config.file=" + missing}, args...)...)
+		assert.Equal(t, exitUsage, res.code, "%v", args)
+		assert.Contains(t, res.stderr, "missing.yml", "%v: the message names the file", args)
+	}
+	res := runBinary(t, nil, "--config.file=config/testdata/invalid-two-credentials.yml", "apps", "check")
+	assert.Equal(t, exitUsage, res.code)
+	assert.Contains(t, res.stderr, "exactly one of")
+	assert.NotContains(t, res.stderr, "SECRET-")
+}
+
+func TestPrintable(t *testing.T) {
+	assert.Equal(t, "a b?[31mred", printable("a\nb\x1b[31mred", 100))
+	assert.Equal(t, "展厅...", printable("展厅讲解", 7), "cut on a rune boundary")
+	assert.Equal(t, "abc", printable("abc", 3))
+}
