@@ -19,10 +19,11 @@ TEST_TOOLS += chromium:chromium
 # Test targets run by `make test` after the Go tests. Add a line per
 # target here (prerequisites are expanded when the rule is read).
 EXTRA_TESTS :=
+EXTRA_TESTS += rules-test manifests-test e2e-test
 
 .PHONY: help
 help: ## List the targets.
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 .PHONY: build
 build: ## Build the binary.
@@ -71,3 +72,33 @@ bench: ## Run the Go benchmarks.
 .PHONY: clean
 clean: ## Remove build output.
 	rm -f $(BIN)
+
+# Operations bundle: Prometheus rules, Kubernetes manifests, end to end
+# against a real Prometheus, container image.
+VALIDATE_DIR := deploy/kubernetes/validate
+IMAGE        ?= ghcr.io/duix-exporter/duix_exporter:$(VERSION)
+
+.PHONY: rules-test
+rules-test: test-deps ## promtool check and unit tests of deploy/prometheus (rules and scrape config).
+	promtool check rules deploy/prometheus/rules.yml
+	promtool test rules deploy/prometheus/rules_test.yml
+	promtool check config deploy/prometheus/prometheus.yml
+
+.PHONY: manifests
+manifests: ## Regenerate the PrometheusRule and dashboard ConfigMap of deploy/kubernetes.
+	cd $(VALIDATE_DIR) && $(GO) generate ./...
+
+.PHONY: manifests-test
+manifests-test: ## Decode deploy/kubernetes strictly into the Kubernetes and Prometheus Operator types.
+	cd $(VALIDATE_DIR) && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+.PHONY: e2e-test
+e2e-test: test-deps ## Exporter, simulator, dashboard and rules against a real Prometheus.
+	$(GO) vet -tags e2e ./e2e/
+	$(GO) test -tags e2e -count=1 -timeout 5m ./e2e/
+
+.PHONY: image
+image: ## Build the container image with docker or podman, whichever is installed.
+	@engine=$$(command -v docker || command -v podman) || { echo "image: neither docker nor podman is installed" >&2; exit 1; }; \
+	set -x; "$$engine" build -t $(IMAGE) \
+		--build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg BRANCH=$(BRANCH) .

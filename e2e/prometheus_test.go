@@ -1,0 +1,771 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v2"
+
+	"github.com/duix-exporter/duix_exporter/simulator"
+)
+
+// Files of the bundle, relative to this directory.
+const (
+	repoRoot      = ".."
+	readmeFile    = "../README.md"
+	rulesFile     = "../deploy/prometheus/rules.yml"
+	promFile      = "../deploy/prometheus/prometheus.yml"
+	dashboardFile = "../dashboards/duix-overview.json"
+)
+
+// jobName is the exporter's scrape job in the shipped configuration.
+const jobName = "duix-exporter"
+
+// Timing of the test Prometheus: short intervals, and every `for:` of the
+// shipped rules shortened to shortFor in the test copy.
+const (
+	scrapeInterval = "1s"
+	evalInterval   = "1s"
+	shortFor       = "1s"
+	// waitLong bounds each wait for Prometheus to see a change; it is far
+	// above what the intervals need, for a loaded machine.
+	waitLong = 30 * time.Second
+)
+
+func TestPrometheusEndToEnd(t *testing.T) {
+	promBin, err := exec.LookPath("prometheus")
+	require.NoError(t, err, "the prometheus binary is needed (Debian package prometheus): run `make test-deps`")
+	deadline, cancel := context.WithTimeout(context.Background(), 110*time.Second)
+	defer cancel()
+
+	dir := t.TempDir()
+
+	// The platform: the demo apps, without churn, so that the test alone
+	// decides the sessions.
+	sim, apps := simulator.NewDemo()
+	baseURL, closeSim, err := sim.Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(closeSim)
+
+	// The exporter binary, pointed at the simulator.
+	bin := buildExporter(t, dir)
+	exporterAddr := freeAddr(t)
+	exporter := start(t, "exporter", bin,
+		"--config.file="+writeExporterConfig(t, dir, baseURL, apps),
+		"--web.listen-address="+exporterAddr)
+	exporter.waitReady(t, "http://"+exporterAddr+"/-/ready")
+
+	// Prometheus with the shipped configuration and rules.
+	promAddr := freeAddr(t)
+	promConfig := writePrometheusConfig(t, dir, exporterAddr)
+	prom := start(t, "prometheus", promBin,
+		"--config.file="+promConfig,
+		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+		"--web.listen-address="+promAddr,
+		"--log.level=warn")
+	prom.waitReady(t, "http://"+promAddr+"/-/ready")
+
+	p := &promAPI{t: t, ctx: deadline, base: "http://" + promAddr, logs: []*process{exporter, prom}}
+
+	t.Run("target up and rules loaded", func(t *testing.T) {
+		p.t = t
+		p.waitFor("the exporter's target to be up", func() (bool, string) {
+			v := p.query(`up{job="` + jobName + `"}`)
+			return len(v) == 1 && v[0].Value == 1, fmt.Sprint(v)
+		})
+		p.waitFor("every shipped rule to be evaluated without error", func() (bool, string) {
+			return p.rulesHealthy(shippedRuleNames(t))
+		})
+		p.waitFor("the utilization of every app to be recorded", func() (bool, string) {
+			v := p.query(`app:duix_app_concurrency_utilization:ratio`)
+			return len(v) == len(apps), fmt.Sprint(v)
+		})
+	})
+
+	t.Run("every documented metric has series", func(t *testing.T) {
+		p.t = t
+		for _, m := range documentedMetrics(t) {
+			name := m.name
+			if m.kind == "histogram" {
+				name += "_bucket"
+			}
+			p.waitFor("series of "+name, func() (bool, string) {
+				v := p.query(`{__name__="` + name + `"}`)
+				return len(v) > 0, fmt.Sprint(len(v), " series")
+			})
+		}
+	})
+
+	t.Run("every dashboard query returns data", func(t *testing.T) {
+		p.t = t
+		d := loadDashboard(t)
+		names := p.labelValues(d.appQuery)
+		want := make([]string, len(apps))
+		for i, a := range apps {
+			want[i] = a.Name
+		}
+		sort.Strings(want)
+		require.Equal(t, want, names, "the app variable (%s) lists every app", d.appQuery)
+		allApps := allValuesRegex(names)
+		require.NotEmpty(t, d.queries)
+		for _, q := range d.queries {
+			expr := substitute(q.expr, allApps)
+			require.NotContains(t, expr, "$", "panel %q: unresolved variable in %s", q.panel, expr)
+			p.waitFor(fmt.Sprintf("panel %q query %s to return data", q.panel, q.ref), func() (bool, string) {
+				v, err := p.tryQuery(expr)
+				if err != nil {
+					return false, err.Error()
+				}
+				return len(v) > 0, expr + ": no data"
+			})
+		}
+	})
+
+	t.Run("near-limit alert fires at 95% and clears", func(t *testing.T) {
+		p.t = t
+		app := apps[1] // sales-avatar, allowance 20
+		require.Equal(t, "sales-avatar", app.Name)
+		conv := app.Conversations[0] // maxConversation 12
+		require.Nil(t, p.findAlert("DuixConcurrencyNearLimit", app.Name), "at %d of 20", sim.InUse(app.AppID))
+		var started []string
+		for sim.InUse(app.AppID) < 19 {
+			id, err := sim.StartSession(app.AppID, conv)
+			require.NoError(t, err)
+			started = append(started, id)
+		}
+		a := p.waitForAlert("DuixConcurrencyNearLimit", app.Name, "firing")
+		assert.Equal(t, "warning", a.Labels["severity"])
+		assert.Equal(t, jobName, a.Labels["job"])
+		assert.Equal(t, exporterAddr, a.Labels["instance"])
+		assert.Contains(t, a.Annotations["description"], "sales-avatar uses 95% of its concurrency allowance (19 of 20 sessions)")
+		assert.Equal(t, "https://github.com/duix-exporter/duix_exporter/blob/main/README.md#duixconcurrencynearlimit", a.Annotations["runbook_url"])
+		// 95% is not exhausted, and the other apps are far from their limits.
+		for _, other := range p.alerts() {
+			name := other.Labels["alertname"]
+			assert.NotEqual(t, "DuixConcurrencyExhausted", name, "at 95%%: %v", other.Labels)
+			if name == "DuixConcurrencyNearLimit" {
+				assert.Equal(t, app.Name, other.Labels["app"], "only %s is near its limit", app.Name)
+			}
+		}
+		// Its conversation holds more sessions than its maxConversation.
+		ca := p.waitForAlert("DuixConversationNearLimit", app.Name, "firing")
+		assert.Equal(t, conv, ca.Labels["conversation_id"])
+
+		for _, id := range started {
+			require.True(t, sim.EndSession(app.AppID, id))
+		}
+		p.waitForNoAlert("DuixConcurrencyNearLimit", app.Name)
+		p.waitForNoAlert("DuixConversationNearLimit", app.Name)
+	})
+
+	t.Run("app-down alert fires while the platform fails", func(t *testing.T) {
+		p.t = t
+		app := apps[2] // museum-guide
+		sim.SetFault(app.AppID, "", simulator.Fault{Kind: simulator.FaultHTTP500})
+		a := p.waitForAlert("DuixAppDown", app.Name, "firing")
+		assert.Contains(t, a.Annotations["description"], "Most frequent error: http on ")
+		sim.ClearFaults()
+		p.waitForNoAlert("DuixAppDown", app.Name)
+	})
+
+	t.Run("exporter-down alert fires when the exporter stops", func(t *testing.T) {
+		p.t = t
+		for _, a := range p.alerts() {
+			assert.NotEqual(t, "DuixExporterDown", a.Labels["alertname"], "while the exporter runs")
+		}
+		exporter.stop(t)
+		a := p.waitForAlert("DuixExporterDown", "", "firing")
+		assert.Equal(t, "critical", a.Labels["severity"])
+		assert.Equal(t, exporterAddr, a.Labels["instance"])
+	})
+}
+
+// buildExporter builds the exporter's binary into dir.
+func buildExporter(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "duix_exporter")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = repoRoot
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build:\n%s", out)
+	return bin
+}
+
+// writeExporterConfig writes a configuration for the simulator's apps, with
+// every app's conversations, and each key in its own file.
+func writeExporterConfig(t *testing.T, dir, baseURL string, apps []simulator.DemoApp) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "api:\n  base_url: %q\n  timeout: 5s\napps:\n", baseURL)
+	for _, a := range apps {
+		key := filepath.Join(dir, a.Name+".key")
+		require.NoError(t, os.WriteFile(key, []byte(a.AppKey), 0o600))
+		fmt.Fprintf(&b, "  - name: %q\n    app_id: %q\n    app_key_file: %q\n    conversations:\n", a.Name, a.AppID, key)
+		for _, c := range a.Conversations {
+			fmt.Fprintf(&b, "      - %q\n", c)
+		}
+	}
+	path := filepath.Join(dir, "duix.yml")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
+	return path
+}
+
+// writePrometheusConfig derives the test's Prometheus configuration from
+// the shipped prometheus.yml: the exporter's job as shipped, with the
+// test's target and short intervals, and a copy of the shipped rules whose
+// `for:` durations are short.
+func writePrometheusConfig(t *testing.T, dir, exporterAddr string) string {
+	t.Helper()
+	rules := filepath.Join(dir, "rules.yml")
+	require.NoError(t, os.WriteFile(rules, shortenFor(t), 0o600))
+
+	var cfg map[string]any
+	raw, err := os.ReadFile(promFile)
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(raw, &cfg))
+	cfg["global"] = map[string]any{
+		"scrape_interval":     scrapeInterval,
+		"scrape_timeout":      scrapeInterval,
+		"evaluation_interval": evalInterval,
+	}
+	cfg["rule_files"] = []string{rules}
+	delete(cfg, "alerting") // nothing to send to
+	var job map[any]any
+	jobs, _ := cfg["scrape_configs"].([]any)
+	for _, j := range jobs {
+		if m, ok := j.(map[any]any); ok && m["job_name"] == jobName {
+			job = m
+		}
+	}
+	require.NotNil(t, job, "%s has a job %q", promFile, jobName)
+	job["scrape_interval"] = scrapeInterval
+	job["scrape_timeout"] = scrapeInterval
+	job["static_configs"] = []any{map[string]any{"targets": []string{exporterAddr}}}
+	cfg["scrape_configs"] = []any{job}
+
+	out, err := yaml.Marshal(cfg)
+	require.NoError(t, err)
+	path := filepath.Join(dir, "prometheus.yml")
+	require.NoError(t, os.WriteFile(path, out, 0o600))
+	return path
+}
+
+// shortenFor returns the shipped rules with every `for:` set to shortFor.
+func shortenFor(t *testing.T) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(rulesFile)
+	require.NoError(t, err)
+	var rf struct {
+		Groups []map[string]any `yaml:"groups"`
+	}
+	require.NoError(t, yaml.UnmarshalStrict(raw, &rf))
+	changed := 0
+	for _, g := range rf.Groups {
+		rules, _ := g["rules"].([]any)
+		for _, r := range rules {
+			m := r.(map[any]any)
+			if _, ok := m["for"]; ok {
+				m["for"] = shortFor
+				changed++
+			}
+		}
+	}
+	require.NotZero(t, changed, "the shipped alerts have for: durations")
+	out, err := yaml.Marshal(rf)
+	require.NoError(t, err)
+	return out
+}
+
+// shippedRuleNames returns the alert and record names of the shipped rules.
+func shippedRuleNames(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile(rulesFile)
+	require.NoError(t, err)
+	var rf struct {
+		Groups []struct {
+			Rules []struct {
+				Alert  string `yaml:"alert"`
+				Record string `yaml:"record"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &rf))
+	var names []string
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			names = append(names, r.Alert+r.Record)
+		}
+	}
+	require.NotEmpty(t, names)
+	return names
+}
+
+type metric struct{ name, kind string }
+
+// documentedMetrics reads the metric names and types from README's
+// metrics table.
+func documentedMetrics(t *testing.T) []metric {
+	t.Helper()
+	f, err := os.Open(readmeFile)
+	require.NoError(t, err)
+	defer f.Close()
+	re := regexp.MustCompile("^\\| `([a-z_]+)` \\| ([a-z]+) \\|")
+	var out []metric
+	inTable := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "## ") {
+			inTable = line == "## Metrics"
+		}
+		if m := re.FindStringSubmatch(line); inTable && m != nil {
+			out = append(out, metric{m[1], m[2]})
+		}
+	}
+	require.NotEmpty(t, out, "README has a metrics table under '## Metrics'")
+	return out
+}
+
+// dashboard is what the test needs of the Grafana dashboard.
+type dashboard struct {
+	appQuery string // the label_values query of the app variable
+	queries  []panelQuery
+}
+
+type panelQuery struct{ panel, ref, expr string }
+
+type grafanaPanel struct {
+	Title      string          `json:"title"`
+	Type       string          `json:"type"`
+	Datasource json.RawMessage `json:"datasource"`
+	Targets    []struct {
+		RefID      string          `json:"refId"`
+		Expr       string          `json:"expr"`
+		Datasource json.RawMessage `json:"datasource"`
+	} `json:"targets"`
+	Panels []grafanaPanel `json:"panels"`
+}
+
+// loadDashboard reads the dashboard, checks its variables and that every
+// query uses the datasource variable, and returns its queries.
+func loadDashboard(t *testing.T) dashboard {
+	t.Helper()
+	raw, err := os.ReadFile(dashboardFile)
+	require.NoError(t, err)
+	var d struct {
+		UID        string `json:"uid"`
+		Templating struct {
+			List []struct {
+				Name       string          `json:"name"`
+				Type       string          `json:"type"`
+				Query      json.RawMessage `json:"query"`
+				Definition string          `json:"definition"`
+				Multi      bool            `json:"multi"`
+				IncludeAll bool            `json:"includeAll"`
+				Datasource json.RawMessage `json:"datasource"`
+			} `json:"list"`
+		} `json:"templating"`
+		Panels []grafanaPanel `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &d))
+	require.NotEmpty(t, d.UID, "a stable uid")
+
+	const wantDS = `{"type":"prometheus","uid":"${datasource}"}`
+	compact := func(m json.RawMessage) string {
+		var b bytes.Buffer
+		if len(m) == 0 || json.Compact(&b, m) != nil {
+			return string(m)
+		}
+		return b.String()
+	}
+	var out dashboard
+	vars := map[string]bool{}
+	for _, v := range d.Templating.List {
+		vars[v.Name] = true
+		switch v.Name {
+		case "datasource":
+			assert.Equal(t, "datasource", v.Type)
+			assert.Equal(t, `"prometheus"`, string(v.Query))
+		case "app":
+			assert.Equal(t, "query", v.Type)
+			assert.True(t, v.Multi, "app is multi-value")
+			assert.True(t, v.IncludeAll, "app includes All")
+			assert.Equal(t, wantDS, compact(v.Datasource))
+			out.appQuery = v.Definition
+		}
+	}
+	require.True(t, vars["datasource"] && vars["app"], "variables datasource and app")
+	m := regexp.MustCompile(`^label_values\((.+), *app\)$`).FindStringSubmatch(out.appQuery)
+	require.NotNil(t, m, "app variable: %s", out.appQuery)
+	out.appQuery = m[1]
+
+	var walk func([]grafanaPanel)
+	walk = func(ps []grafanaPanel) {
+		for _, p := range ps {
+			walk(p.Panels)
+			if p.Type == "row" {
+				continue
+			}
+			assert.Equal(t, wantDS, compact(p.Datasource), "panel %q datasource", p.Title)
+			assert.NotEmpty(t, p.Targets, "panel %q has queries", p.Title)
+			for _, tg := range p.Targets {
+				assert.Equal(t, wantDS, compact(tg.Datasource), "panel %q query %s datasource", p.Title, tg.RefID)
+				require.NotEmpty(t, tg.Expr, "panel %q query %s", p.Title, tg.RefID)
+				out.queries = append(out.queries, panelQuery{p.Title, tg.RefID, tg.Expr})
+			}
+		}
+	}
+	walk(d.Panels)
+	return out
+}
+
+// allValuesRegex is what Grafana puts for a multi-value variable set to
+// All: the values, regex-escaped, as alternatives.
+func allValuesRegex(values []string) string {
+	q := make([]string, len(values))
+	for i, v := range values {
+		q[i] = regexp.QuoteMeta(v)
+	}
+	// Inside a PromQL double-quoted string, a backslash is written twice.
+	return strings.ReplaceAll("("+strings.Join(q, "|")+")", `\`, `\\`)
+}
+
+// substitute resolves the dashboard's variables as Grafana would.
+func substitute(expr, apps string) string {
+	expr = regexp.MustCompile(`\$\{app(:[a-z]+)?\}|\$app\b`).ReplaceAllLiteralString(expr, apps)
+	return strings.NewReplacer(
+		"${__rate_interval}", "10s", "$__rate_interval", "10s",
+		"${__interval}", "2s", "$__interval", "2s",
+		"${__range}", "1m", "$__range", "1m",
+	).Replace(expr)
+}
+
+// promAPI queries the test's Prometheus through its HTTP API.
+type promAPI struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+	logs []*process
+}
+
+// get calls an API path and decodes the data of a successful answer.
+func (p *promAPI) get(path string, params url.Values, data any) error {
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	u := p.base + path
+	if len(params) > 0 {
+		u += "?" + params.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Status string          `json:"status"`
+		Error  string          `json:"error"`
+		Data   json.RawMessage `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		return fmt.Errorf("%s: %s: %w", path, resp.Status, err)
+	}
+	if env.Status != "success" {
+		return fmt.Errorf("%s: %s: %s", path, resp.Status, env.Error)
+	}
+	return json.Unmarshal(env.Data, data)
+}
+
+// sample is one element of an instant vector.
+type sample struct {
+	Metric map[string]string `json:"metric"`
+	Value  float64
+}
+
+func (s sample) String() string { return fmt.Sprintf("%v=%g", s.Metric, s.Value) }
+
+func (p *promAPI) tryQuery(q string) ([]sample, error) {
+	var res struct {
+		ResultType string          `json:"resultType"`
+		Result     json.RawMessage `json:"result"`
+	}
+	if err := p.get("/api/v1/query", url.Values{"query": {q}}, &res); err != nil {
+		return nil, fmt.Errorf("%s: %w", q, err)
+	}
+	parse := func(pair [2]any) float64 {
+		s, _ := pair[1].(string)
+		f, _ := strconv.ParseFloat(s, 64)
+		return f
+	}
+	switch res.ResultType {
+	case "vector":
+		var raw []struct {
+			Metric map[string]string `json:"metric"`
+			Value  [2]any            `json:"value"`
+		}
+		if err := json.Unmarshal(res.Result, &raw); err != nil {
+			return nil, err
+		}
+		out := make([]sample, len(raw))
+		for i, r := range raw {
+			out[i] = sample{r.Metric, parse(r.Value)}
+		}
+		return out, nil
+	case "scalar":
+		var v [2]any
+		if err := json.Unmarshal(res.Result, &v); err != nil {
+			return nil, err
+		}
+		return []sample{{Value: parse(v)}}, nil
+	}
+	return nil, fmt.Errorf("%s: unexpected result type %s", q, res.ResultType)
+}
+
+func (p *promAPI) query(q string) []sample {
+	p.t.Helper()
+	v, err := p.tryQuery(q)
+	require.NoError(p.t, err)
+	return v
+}
+
+func (p *promAPI) labelValues(match string) []string {
+	p.t.Helper()
+	var out []string
+	p.waitFor("values of the app label", func() (bool, string) {
+		out = nil
+		if err := p.get("/api/v1/label/app/values", url.Values{"match[]": {match}}, &out); err != nil {
+			return false, err.Error()
+		}
+		sort.Strings(out)
+		return len(out) > 0, "none"
+	})
+	return out
+}
+
+// alert is an active (pending or firing) alert.
+type alert struct {
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	State       string            `json:"state"`
+}
+
+func (p *promAPI) alerts() []alert {
+	p.t.Helper()
+	var res struct {
+		Alerts []alert `json:"alerts"`
+	}
+	require.NoError(p.t, p.get("/api/v1/alerts", nil, &res))
+	return res.Alerts
+}
+
+// findAlert returns the active alert with that name (and app, if not
+// empty).
+func (p *promAPI) findAlert(name, app string) *alert {
+	for _, a := range p.alerts() {
+		if a.Labels["alertname"] == name && (app == "" || a.Labels["app"] == app) {
+			return &a
+		}
+	}
+	return nil
+}
+
+func (p *promAPI) waitForAlert(name, app, state string) alert {
+	p.t.Helper()
+	var found alert
+	p.waitFor(fmt.Sprintf("alert %s{app=%q} to be %s", name, app, state), func() (bool, string) {
+		a := p.findAlert(name, app)
+		if a == nil {
+			return false, "not active"
+		}
+		found = *a
+		return a.State == state, a.State
+	})
+	return found
+}
+
+func (p *promAPI) waitForNoAlert(name, app string) {
+	p.t.Helper()
+	p.waitFor(fmt.Sprintf("alert %s{app=%q} to clear", name, app), func() (bool, string) {
+		a := p.findAlert(name, app)
+		if a == nil {
+			return true, ""
+		}
+		return false, a.State
+	})
+}
+
+// rulesHealthy reports whether every named rule is loaded and was last
+// evaluated without error.
+func (p *promAPI) rulesHealthy(names []string) (bool, string) {
+	var res struct {
+		Groups []struct {
+			Rules []struct {
+				Name      string `json:"name"`
+				Health    string `json:"health"`
+				LastError string `json:"lastError"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	if err := p.get("/api/v1/rules", nil, &res); err != nil {
+		return false, err.Error()
+	}
+	health := map[string]string{}
+	for _, g := range res.Groups {
+		for _, r := range g.Rules {
+			health[r.Name] = r.Health
+			if r.LastError != "" {
+				return false, r.Name + ": " + r.LastError
+			}
+		}
+	}
+	for _, n := range names {
+		if health[n] != "ok" {
+			return false, fmt.Sprintf("%s: health %q", n, health[n])
+		}
+	}
+	return len(health) == len(names), fmt.Sprintf("%d rules loaded, %d shipped", len(health), len(names))
+}
+
+// waitFor polls check until it reports true, failing the test after
+// waitLong with the last detail and the processes' logs.
+func (p *promAPI) waitFor(what string, check func() (bool, string)) {
+	p.t.Helper()
+	limit := time.Now().Add(waitLong)
+	var detail string
+	for {
+		var ok bool
+		ok, detail = check()
+		if ok {
+			return
+		}
+		if time.Now().After(limit) || p.ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, l := range p.logs {
+		p.t.Logf("%s output:\n%s", l.name, l.out.String())
+	}
+	p.t.Fatalf("waited %s for %s: %s", waitLong, what, detail)
+}
+
+// process is a child process, killed when the test ends.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func start(t *testing.T, name, bin string, args ...string) *process {
+	t.Helper()
+	p := &process{name: name, cmd: exec.Command(bin, args...), out: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	require.NoError(t, p.cmd.Start(), "starting %s", name)
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+// waitReady waits until url answers 200.
+func (p *process) waitReady(t *testing.T, url string) {
+	t.Helper()
+	limit := time.Now().Add(waitLong)
+	for time.Now().Before(limit) {
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited: %v\n%s", p.name, p.err, p.out)
+		default:
+		}
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s not ready after %s:\n%s", p.name, waitLong, p.out)
+}
+
+// stop ends the process with SIGTERM and requires a clean exit.
+func (p *process) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-p.done:
+		require.NoError(t, p.err, "%s exit status", p.name)
+	case <-time.After(15 * time.Second):
+		t.Fatalf("%s did not stop on SIGTERM", p.name)
+	}
+}
+
+// kill ends the process: SIGTERM, then SIGKILL after 10s.
+func (p *process) kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// freeAddr returns a loopback address with a port free at the moment.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
