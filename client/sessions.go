@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // SessionOptions controls how session records are decoded.
@@ -150,15 +151,21 @@ func parseSession(raw json.RawMessage) (Session, error) {
 	switch {
 	case len(raw) > 0 && raw[0] == '"':
 		// A bare session ID.
-		err := json.Unmarshal(raw, &s.ID)
+		var id string
+		err := json.Unmarshal(raw, &id)
+		s.ID = id
 		return s, err
 	case len(raw) > 0 && raw[0] == '{':
 	default:
 		return s, fmt.Errorf("session record is not an object: %s", snippet(raw))
 	}
 	var rec sessionRecord
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		return s, err
+	if !scanRecord(raw, &rec) {
+		var slow sessionRecord
+		if err := json.Unmarshal(raw, &slow); err != nil {
+			return s, err
+		}
+		rec = slow
 	}
 	for _, v := range []json.RawMessage{rec.UUID, rec.SessionID, rec.ID} {
 		if id := scalarString(v); id != "" {
@@ -167,11 +174,166 @@ func parseSession(raw json.RawMessage) (Session, error) {
 		}
 	}
 	s.ConversationID = scalarString(rec.ConversationID)
-	if ms, err := strconv.ParseInt(scalarString(rec.StartTime), 10, 64); err == nil && ms > 0 {
+	if ms, ok := startMillis(rec.StartTime); ok {
 		t := time.UnixMilli(ms)
 		s.Start = &t
 	}
 	return s, nil
+}
+
+// startMillis reads a start time in milliseconds, a JSON number or string
+// of an integer, as strconv.ParseInt(scalarString(v)) would; it reports
+// whether it is one and positive.
+func startMillis(v json.RawMessage) (int64, bool) {
+	v = bytes.TrimSpace(v)
+	var text []byte
+	switch {
+	case len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && plainASCII(v[1:len(v)-1]):
+		text = v[1 : len(v)-1]
+	case len(v) > 0 && v[0] != '"':
+		text = v // scalarString keeps numbers as they are and drops the rest
+		if (v[0] < '0' || v[0] > '9') && v[0] != '-' {
+			return 0, false
+		}
+	default:
+		ms, err := strconv.ParseInt(scalarString(v), 10, 64)
+		return ms, err == nil && ms > 0
+	}
+	ms, err := strconv.ParseInt(string(text), 10, 64)
+	return ms, err == nil && ms > 0
+}
+
+// scanRecord fills rec from raw, a JSON object as json.Decoder returns it
+// (whole and well-formed), the way json.Unmarshal would but without
+// reflection or copies: keys match the field names case-insensitively and
+// a later duplicate wins. The fields alias raw. It reports false, leaving
+// rec for json.Unmarshal to redo, when raw is not what it expects.
+func scanRecord(raw []byte, rec *sessionRecord) bool {
+	i := skipSpace(raw, 1)
+	if i < len(raw) && raw[i] == '}' {
+		return true
+	}
+	for i < len(raw) && raw[i] == '"' {
+		end := endOfString(raw, i)
+		if end < 0 {
+			return false
+		}
+		key := raw[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var k string
+			if json.Unmarshal(raw[i:end], &k) != nil {
+				return false
+			}
+			key = []byte(k)
+		}
+		i = skipSpace(raw, end)
+		if i >= len(raw) || raw[i] != ':' {
+			return false
+		}
+		i = skipSpace(raw, i+1)
+		end = endOfValue(raw, i)
+		if end < 0 {
+			return false
+		}
+		if f := rec.field(key); f != nil {
+			*f = raw[i:end]
+		}
+		i = skipSpace(raw, end)
+		if i >= len(raw) {
+			return false
+		}
+		switch raw[i] {
+		case '}':
+			return true
+		case ',':
+			i = skipSpace(raw, i+1)
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// field returns the field a record key names, or nil.
+func (rec *sessionRecord) field(key []byte) *json.RawMessage {
+	fields := [...]struct {
+		name string
+		p    *json.RawMessage
+	}{{"uuid", &rec.UUID}, {"sessionId", &rec.SessionID}, {"id", &rec.ID}, {"conversationId", &rec.ConversationID}, {"startTime", &rec.StartTime}}
+	ascii := true
+	for _, c := range key {
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	for _, f := range fields {
+		// An ASCII key can only fold onto a name of its length; other
+		// letters fold onto ASCII ones too (the Kelvin sign onto k).
+		if (!ascii || len(key) == len(f.name)) && bytes.EqualFold(key, []byte(f.name)) {
+			return f.p
+		}
+	}
+	return nil
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// endOfString returns the index after the string starting at b[i], or -1.
+func endOfString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// endOfValue returns the index after the value starting at b[i], or -1.
+func endOfValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return endOfString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end := endOfString(b, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
 }
 
 // scalarString renders a JSON string or number as text; anything else is "".
@@ -181,6 +343,10 @@ func scalarString(v json.RawMessage) string {
 		return ""
 	}
 	if v[0] == '"' {
+		// Plain ASCII without escapes is its own text.
+		if len(v) >= 2 && v[len(v)-1] == '"' && plainASCII(v[1:len(v)-1]) {
+			return string(v[1 : len(v)-1])
+		}
 		var s string
 		if json.Unmarshal(v, &s) == nil {
 			return s
@@ -191,6 +357,15 @@ func scalarString(v json.RawMessage) string {
 		return string(v)
 	}
 	return ""
+}
+
+func plainASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= utf8.RuneSelf || c == '\\' || c == '"' {
+			return false
+		}
+	}
+	return true
 }
 
 // isCallbackError reports whether err came from an EachSession callback.

@@ -7,14 +7,16 @@ package collector
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/singleflight"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/duix-exporter/duix_exporter/client"
 	"github.com/duix-exporter/duix_exporter/config"
@@ -38,14 +40,19 @@ type Exporter struct {
 	userAgent string
 	now       func() time.Time
 
-	flights singleflight.Group
-	shared  *prometheus.CounterVec
+	shared                       *prometheus.CounterVec
+	sharedInFlight, sharedCached prometheus.Counter
 
-	mu    sync.RWMutex
-	cfg   *config.Config
-	pool  *client.Pool
-	apps  []*appState          // in configuration order
-	byKey map[string]*appState // by name
+	work     workQueue
+	flightMu sync.Mutex
+	flights  map[*appState]*flight
+
+	mu     sync.RWMutex
+	cfg    *config.Config
+	pool   *client.Pool
+	apps   []*appState          // in configuration order
+	sorted []*appState          // in name order
+	byKey  map[string]*appState // by name
 }
 
 // New returns an Exporter with no apps; call Apply with a configuration.
@@ -56,7 +63,7 @@ func New(opts Options) *Exporter {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Exporter{
+	e := &Exporter{
 		logger:    opts.Logger,
 		metrics:   opts.Metrics,
 		userAgent: opts.UserAgent,
@@ -65,15 +72,17 @@ func New(opts Options) *Exporter {
 			Name: "duix_exporter_shared_fetches_total",
 			Help: "Per-app fetches that reused another scrape's work instead of calling the platform: how=\"in_flight\" joined a concurrent scrape's calls, how=\"cached\" reused a result younger than api.min_interval.",
 		}, []string{"how"}),
-		byKey: map[string]*appState{},
+		flights: map[*appState]*flight{},
+		byKey:   map[string]*appState{},
 	}
+	e.sharedInFlight = e.shared.WithLabelValues("in_flight")
+	e.sharedCached = e.shared.WithLabelValues("cached")
+	e.work.setLimit(config.DefaultMaxConcurrency)
+	return e
 }
 
 // Register registers the exporter's own process-wide metrics.
 func (e *Exporter) Register(reg prometheus.Registerer) error {
-	for _, how := range []string{"in_flight", "cached"} {
-		e.shared.WithLabelValues(how)
-	}
 	return reg.Register(e.shared)
 }
 
@@ -97,8 +106,11 @@ func (e *Exporter) Apply(cfg *config.Config) error {
 		apps = append(apps, st)
 		byKey[a.Name] = st
 	}
+	sorted := slices.Clone(apps)
+	slices.SortFunc(sorted, func(a, b *appState) int { return strings.Compare(a.name, b.name) })
+	e.work.setLimit(cfg.API.MaxConcurrency)
 	old := e.pool
-	e.cfg, e.pool, e.apps, e.byKey = cfg, pool, apps, byKey
+	e.cfg, e.pool, e.apps, e.sorted, e.byKey = cfg, pool, apps, sorted, byKey
 	if old != nil {
 		old.Close()
 	}
@@ -133,8 +145,9 @@ func (e *Exporter) Client(name string) *client.Client {
 	return nil
 }
 
-// snapshot returns the apps to scrape (all when names is empty) and the
-// settings in force.
+// snapshot returns the apps to scrape (all when names is empty), in name
+// order and without duplicates, and the settings in force. The slice
+// returned for all apps is shared: read only.
 func (e *Exporter) snapshot(names []string) ([]*appState, config.API) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
@@ -142,7 +155,7 @@ func (e *Exporter) snapshot(names []string) ([]*appState, config.API) {
 		return nil, config.API{}
 	}
 	if len(names) == 0 {
-		return append([]*appState(nil), e.apps...), e.cfg.API
+		return e.sorted, e.cfg.API
 	}
 	out := make([]*appState, 0, len(names))
 	for _, n := range names {
@@ -150,7 +163,17 @@ func (e *Exporter) snapshot(names []string) ([]*appState, config.API) {
 			out = append(out, st)
 		}
 	}
-	return out, e.cfg.API
+	slices.SortFunc(out, func(a, b *appState) int { return strings.Compare(a.name, b.name) })
+	return slices.Compact(out), e.cfg.API
+}
+
+// gather fetches the named apps (all when names is empty) and returns
+// their metric families, in name order.
+func (e *Exporter) gather(ctx context.Context, names []string) []*dto.MetricFamily {
+	apps, api := e.snapshot(names)
+	b := newBuilder(len(apps))
+	e.fetchAll(ctx, apps, api, b.add)
+	return b.families()
 }
 
 // Collector returns a collector for one scrape of the named apps (all when
@@ -173,9 +196,12 @@ type Status struct {
 	LastError      string
 }
 
-// Statuses returns the last result of every configured app.
+// Statuses returns the last result of every configured app, in
+// configuration order.
 func (e *Exporter) Statuses() []Status {
-	apps, _ := e.snapshot(nil)
+	e.mu.RLock()
+	apps := e.apps
+	e.mu.RUnlock()
 	out := make([]Status, 0, len(apps))
 	for _, st := range apps {
 		out = append(out, st.status())
@@ -183,34 +209,84 @@ func (e *Exporter) Statuses() []Status {
 	return out
 }
 
-// fetch returns a fresh result for an app, sharing a call in flight for the
-// same app and reusing a result younger than min_interval.
-func (e *Exporter) fetch(ctx context.Context, st *appState, api config.API) *result {
-	if mi := time.Duration(api.MinInterval); mi > 0 {
-		if r := st.lastResult(); r != nil && e.now().Sub(r.at) < mi {
-			e.shared.WithLabelValues("cached").Inc()
-			return r
+// fetchAll fetches the apps (in name order) and hands each result to emit
+// in that order, as soon as it and those before it are in. An app whose
+// calls are in flight for another scrape joins them; an app with a result
+// younger than min_interval reuses it. The calls themselves are queued, in
+// order, for at most max_concurrency workers: a scrape costs no goroutine
+// per app, and a second scrape arriving while the first one's calls are
+// still queued or running shares every one of them.
+func (e *Exporter) fetchAll(ctx context.Context, apps []*appState, api config.API, emit func(*appState, *result)) {
+	results := make([]*result, len(apps))
+	flights := make([]*flight, len(apps))
+	var tasks []func()
+	mi := time.Duration(api.MinInterval)
+	e.flightMu.Lock()
+	for i, st := range apps {
+		if mi > 0 {
+			if r := st.lastResult(); r != nil && e.now().Sub(r.at) < mi {
+				e.sharedCached.Inc()
+				results[i] = r
+				continue
+			}
 		}
+		if f := e.flights[st]; f != nil {
+			e.sharedInFlight.Inc()
+			flights[i] = f
+			continue
+		}
+		f := &flight{done: make(chan struct{}), res: &result{at: e.now()}}
+		e.flights[st] = f
+		flights[i] = f
+		tasks = e.flightTasks(ctx, st, api, f, tasks)
 	}
-	leader := false
-	ch := e.flights.DoChan(st.key(), func() (any, error) {
-		leader = true
-		return e.fetchNow(ctx, st, api), nil
-	})
-	select {
-	case res := <-ch:
-		return e.joined(res, leader)
-	case <-ctx.Done():
-	}
-	// Out of time. When this scrape leads the flight, its calls end now too
-	// and their outcome (timeouts) arrives at once; when it joined a
-	// flight with a later deadline, it stops waiting.
-	select {
-	case res := <-ch:
-		return e.joined(res, leader)
-	case <-time.After(flightGrace):
-		err := &client.TimeoutError{Endpoint: "scrape", Err: ctx.Err()}
-		return &result{at: e.now(), concErr: err, sessErr: err}
+	e.flightMu.Unlock()
+	e.work.push(tasks)
+
+	// Wait in order. Out of time, a scrape still waits a little for the
+	// calls it leads to report their timeouts; past that, or for calls it
+	// joined that run on a later deadline, it stops waiting.
+	var (
+		grace   *time.Timer
+		expired bool
+	)
+	defer func() {
+		if grace != nil {
+			grace.Stop()
+		}
+	}()
+	for i, f := range flights {
+		if f == nil {
+			emit(apps[i], results[i])
+			continue
+		}
+		var r *result
+		if grace == nil {
+			select {
+			case <-f.done:
+				r = f.res
+			case <-ctx.Done():
+				grace = time.NewTimer(flightGrace)
+			}
+		}
+		if r == nil && !expired {
+			select {
+			case <-f.done:
+				r = f.res
+			case <-grace.C:
+				expired = true
+			}
+		}
+		if r == nil {
+			select {
+			case <-f.done:
+				r = f.res
+			default:
+				err := &client.TimeoutError{Endpoint: "scrape", Err: ctx.Err()}
+				r = &result{at: e.now(), concErr: err, sessErr: err}
+			}
+		}
+		emit(apps[i], r)
 	}
 }
 
@@ -218,78 +294,94 @@ func (e *Exporter) fetch(ctx context.Context, st *appState, api config.API) *res
 // the calls it leads to report their timeouts.
 const flightGrace = 100 * time.Millisecond
 
-func (e *Exporter) joined(res singleflight.Result, leader bool) *result {
-	if !leader {
-		e.shared.WithLabelValues("in_flight").Inc()
-	}
-	return res.Val.(*result)
+// flight is one fetch of an app, shared by the scrapes that want the app
+// while it runs.
+type flight struct {
+	done    chan struct{} // closed when res is complete
+	res     *result
+	pending atomic.Int64
+	started atomic.Int64 // monotonic nanoseconds since epoch of the first call
 }
 
-// fetchNow calls the platform for one app: concurrency and sessions at once,
-// and the conversations that are due for a refresh.
-func (e *Exporter) fetchNow(ctx context.Context, st *appState, api config.API) *result {
+// epoch anchors flight start times on the monotonic clock.
+var epoch = time.Now()
+
+func (f *flight) begin() { f.started.CompareAndSwap(0, int64(time.Since(epoch))) }
+
+// flightTasks appends the calls of one fetch of an app: concurrency and
+// sessions, and the conversations due for a refresh.
+func (e *Exporter) flightTasks(ctx context.Context, st *appState, api config.API, f *flight, tasks []func()) []func() {
 	c := st.client()
-	start := time.Now()
-	r := &result{at: e.now()}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		r.conc, r.concErr = c.Concurrency(ctx)
-	}()
-	go func() {
-		defer wg.Done()
-		perConv := map[string]int{}
-		n := 0
-		r.sessErr = c.EachSession(ctx, client.SessionOptions{}, func(s client.Session) error {
-			n++
-			if s.ConversationID != "" {
-				perConv[s.ConversationID]++
-			}
-			return nil
-		})
-		if r.sessErr == nil {
-			r.sessions, r.perConv = n, perConv
-		}
-	}()
-	e.refreshConversations(ctx, st, api, c)
-	wg.Wait()
-	r.duration = time.Since(start)
-
-	st.record(r, e.now())
-	for _, f := range []struct {
-		endpoint string
-		err      error
-	}{{client.EndpointConcurrency, r.concErr}, {client.EndpointSessions, r.sessErr}} {
-		if f.err != nil {
-			level.Debug(e.logger).Log("msg", "platform call failed", "app", st.name, "endpoint", f.endpoint, "reason", client.Reason(f.err), "err", f.err)
-		}
-	}
-	return r
-}
-
-// conversationRetry bounds how soon a failed conversation refresh is retried.
-const conversationRetry = time.Minute
-
-func (e *Exporter) refreshConversations(ctx context.Context, st *appState, api config.API, c *client.Client) {
 	due := st.dueConversations(e.now(), time.Duration(api.ConversationRefresh), conversationRetry)
-	if len(due) == 0 {
-		return
+	f.pending.Store(int64(2 + len(due)))
+	finish := func() {
+		if f.pending.Add(-1) == 0 {
+			e.land(st, f)
+		}
 	}
-	var wg sync.WaitGroup
+	r := f.res
+	tasks = append(tasks,
+		func() {
+			f.begin()
+			r.conc, r.concErr = c.Concurrency(ctx)
+			finish()
+		},
+		func() {
+			f.begin()
+			var perConv map[string]int
+			n := 0
+			r.sessErr = c.EachSession(ctx, client.SessionOptions{}, func(s client.Session) error {
+				n++
+				if s.ConversationID != "" {
+					if perConv == nil {
+						perConv = map[string]int{}
+					}
+					perConv[s.ConversationID]++
+				}
+				return nil
+			})
+			if r.sessErr == nil {
+				r.sessions, r.perConv = n, perConv
+			}
+			finish()
+		})
 	for _, id := range due {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		tasks = append(tasks, func() {
+			f.begin()
 			conv, err := c.Conversation(ctx, id)
 			if err != nil {
 				level.Debug(e.logger).Log("msg", "conversation refresh failed", "app", st.name, "conversation_id", id, "reason", client.Reason(err), "err", err)
 			}
 			st.recordConversation(id, conv, err, e.now())
-		}()
+			finish()
+		})
 	}
-	wg.Wait()
+	return tasks
 }
+
+// land completes a flight once its calls are done.
+func (e *Exporter) land(st *appState, f *flight) {
+	r := f.res
+	r.duration = time.Duration(int64(time.Since(epoch)) - f.started.Load())
+	st.record(r)
+	for _, c := range []struct {
+		endpoint string
+		err      error
+	}{{client.EndpointConcurrency, r.concErr}, {client.EndpointSessions, r.sessErr}} {
+		if c.err != nil {
+			level.Debug(e.logger).Log("msg", "platform call failed", "app", st.name, "endpoint", c.endpoint, "reason", client.Reason(c.err), "err", c.err)
+		}
+	}
+	e.flightMu.Lock()
+	if e.flights[st] == f {
+		delete(e.flights, st)
+	}
+	e.flightMu.Unlock()
+	close(f.done)
+}
+
+// conversationRetry bounds how soon a failed conversation refresh is retried.
+const conversationRetry = time.Minute
 
 // result is one fetch of an app.
 type result struct {
@@ -314,31 +406,48 @@ func (r *result) firstErr() error {
 // conversation is the last known details of a configured conversation.
 type conversation struct {
 	id          string
-	details     *client.Conversation
-	refreshed   time.Time // last success
+	idPair      *dto.LabelPair
+	known       bool              // details were fetched once
+	maxConv     int               // maxConversation
+	info        [4]*dto.LabelPair // language, model_name, name, tts_name
+	refreshed   time.Time         // last success
 	lastAttempt time.Time
 	lastErr     error
 }
 
 type errKey struct{ endpoint, reason string }
 
-// appState is what outlives a scrape for one app.
+// errCount is one series of duix_scrape_errors_total.
+type errCount struct {
+	key              errKey
+	endpoint, reason *dto.LabelPair
+	n                uint64
+}
+
+// appState is what outlives a scrape for one app. The label pairs of its
+// series are built once and shared by every scrape.
 type appState struct {
 	name, appID string
+	appPair     *dto.LabelPair
+	appIDPair   *dto.LabelPair
 
 	mu            sync.Mutex
 	c             *client.Client
-	conversations []*conversation
-	errors        map[errKey]uint64
+	conversations []*conversation // sorted by ID
+	errs          []*errCount     // sorted by endpoint, then reason
 	last          *result
 	corpID        string
+	corpPair      *dto.LabelPair
 }
 
 func newAppState(name, appID string) *appState {
-	return &appState{name: name, appID: appID, errors: map[errKey]uint64{}}
+	return &appState{
+		name: name, appID: appID,
+		appPair:   labelPair(&labelApp, name),
+		appIDPair: labelPair(&labelAppID, appID),
+		corpPair:  labelPair(&labelCorpID, ""),
+	}
 }
-
-func (st *appState) key() string { return st.name + "\x00" + st.appID }
 
 func (st *appState) client() *client.Client {
 	st.mu.Lock()
@@ -360,8 +469,7 @@ func (st *appState) configure(c *client.Client, ids []string) {
 	}
 	for _, ep := range endpoints {
 		for _, reason := range client.Reasons {
-			k := errKey{ep, reason}
-			st.errors[k] = st.errors[k]
+			st.errCounter(errKey{ep, reason})
 		}
 	}
 	known := map[string]*conversation{}
@@ -372,10 +480,38 @@ func (st *appState) configure(c *client.Client, ids []string) {
 	for _, id := range ids {
 		cv := known[id]
 		if cv == nil {
-			cv = &conversation{id: id}
+			cv = &conversation{id: id, idPair: labelPair(&labelConversationID, id)}
 		}
 		st.conversations = append(st.conversations, cv)
 	}
+	slices.SortFunc(st.conversations, func(a, b *conversation) int { return strings.Compare(a.id, b.id) })
+}
+
+// errCounter returns the error series of k, adding it at its place.
+// Callers hold st.mu.
+func (st *appState) errCounter(k errKey) *errCount {
+	i, found := slices.BinarySearchFunc(st.errs, k, func(ec *errCount, k errKey) int {
+		if c := strings.Compare(ec.key.endpoint, k.endpoint); c != 0 {
+			return c
+		}
+		return strings.Compare(ec.key.reason, k.reason)
+	})
+	if found {
+		return st.errs[i]
+	}
+	ec := &errCount{key: k, endpoint: endpointPair(k.endpoint), reason: reasonPair(k.reason)}
+	st.errs = slices.Insert(st.errs, i, ec)
+	return ec
+}
+
+// conversation returns the configured conversation with that ID, or nil.
+// Callers hold st.mu.
+func (st *appState) conversation(id string) *conversation {
+	i, found := slices.BinarySearchFunc(st.conversations, id, func(cv *conversation, id string) int { return strings.Compare(cv.id, id) })
+	if !found {
+		return nil
+	}
+	return st.conversations[i]
 }
 
 func (st *appState) dueConversations(now time.Time, refresh, retry time.Duration) []string {
@@ -400,30 +536,37 @@ func (st *appState) recordConversation(id string, details *client.Conversation, 
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if err != nil {
-		st.errors[errKey{client.EndpointConversation, client.Reason(err)}]++
+		st.errCounter(errKey{client.EndpointConversation, client.Reason(err)}).n++
 	}
-	for _, cv := range st.conversations {
-		if cv.id != id {
-			continue
-		}
-		cv.lastErr = err
-		if err == nil {
-			cv.details, cv.refreshed = details, now
+	cv := st.conversation(id)
+	if cv == nil {
+		return // no longer configured
+	}
+	cv.lastErr = err
+	if err == nil {
+		// Only what is exported is kept: the whole record is large.
+		cv.known, cv.maxConv, cv.refreshed = true, details.MaxConversation, now
+		cv.info = [4]*dto.LabelPair{
+			labelPair(&labelLanguage, details.Language),
+			labelPair(&labelModelName, details.DetailDto.ModelName),
+			labelPair(&labelName, details.ConversationName),
+			labelPair(&labelTTSName, details.DetailDto.TtsName),
 		}
 	}
 }
 
-func (st *appState) record(r *result, now time.Time) {
+func (st *appState) record(r *result) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.last = r
 	if r.concErr != nil {
-		st.errors[errKey{client.EndpointConcurrency, client.Reason(r.concErr)}]++
-	} else if r.conc != nil {
+		st.errCounter(errKey{client.EndpointConcurrency, client.Reason(r.concErr)}).n++
+	} else if r.conc != nil && r.conc.CropID != st.corpID {
 		st.corpID = r.conc.CropID
+		st.corpPair = labelPair(&labelCorpID, st.corpID)
 	}
 	if r.sessErr != nil {
-		st.errors[errKey{client.EndpointSessions, client.Reason(r.sessErr)}]++
+		st.errCounter(errKey{client.EndpointSessions, client.Reason(r.sessErr)}).n++
 	}
 }
 
@@ -431,37 +574,6 @@ func (st *appState) lastResult() *result {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.last
-}
-
-// view is a consistent copy of an app's state for one collection.
-type view struct {
-	corpID        string
-	errors        []errCount
-	conversations []conversation
-}
-
-type errCount struct {
-	errKey
-	n uint64
-}
-
-func (st *appState) view() view {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	v := view{corpID: st.corpID}
-	for k, n := range st.errors {
-		v.errors = append(v.errors, errCount{k, n})
-	}
-	sort.Slice(v.errors, func(i, j int) bool {
-		if v.errors[i].endpoint != v.errors[j].endpoint {
-			return v.errors[i].endpoint < v.errors[j].endpoint
-		}
-		return v.errors[i].reason < v.errors[j].reason
-	})
-	for _, cv := range st.conversations {
-		v.conversations = append(v.conversations, *cv)
-	}
-	return v
 }
 
 func (st *appState) status() Status {

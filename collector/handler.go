@@ -2,15 +2,19 @@ package collector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // DefaultScrapeTimeout bounds a scrape whose request does not carry
@@ -110,17 +114,47 @@ func (e *Exporter) handler(o HandlerOpts, pick func(*http.Request) ([]string, in
 			return
 		}
 		defer cancel()
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(e.Collector(ctx, names...))
-		var g prometheus.Gatherer = reg
-		if withProcess && o.Gatherer != nil {
-			g = prometheus.Gatherers{reg, o.Gatherer} // the apps first: their calls update the client metrics
+		g := &scrapeGatherer{e: e, ctx: ctx, names: names}
+		if withProcess {
+			g.process = o.Gatherer
 		}
-		promhttp.HandlerFor(g, promhttp.HandlerOpts{
+		promhttp.HandlerForTransactional(g, promhttp.HandlerOpts{
 			ErrorLog:      promhttpLogger{logger},
 			ErrorHandling: promhttp.ContinueOnError,
 		}).ServeHTTP(w, r)
 	})
+}
+
+// scrapeGatherer gathers one scrape: the apps' families, then the
+// process-wide ones (after the apps: their calls update the client
+// metrics), merged in name order.
+type scrapeGatherer struct {
+	e       *Exporter
+	ctx     context.Context
+	names   []string
+	process prometheus.Gatherer
+}
+
+// Gather implements prometheus.TransactionalGatherer.
+func (g *scrapeGatherer) Gather() ([]*dto.MetricFamily, func(), error) {
+	mfs := g.e.gather(g.ctx, g.names)
+	if g.process == nil {
+		return mfs, func() {}, nil
+	}
+	pmfs, err := g.process.Gather()
+	seen := make(map[string]bool, len(mfs))
+	for _, mf := range mfs {
+		seen[mf.GetName()] = true
+	}
+	for _, mf := range pmfs {
+		if seen[mf.GetName()] {
+			err = errors.Join(err, fmt.Errorf("metric family %q is both per app and process-wide; the process-wide one is left out", mf.GetName()))
+			continue
+		}
+		mfs = append(mfs, mf)
+	}
+	slices.SortFunc(mfs, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return mfs, func() {}, err
 }
 
 type promhttpLogger struct{ l log.Logger }

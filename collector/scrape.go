@@ -2,12 +2,9 @@ package collector
 
 import (
 	"context"
-	"sort"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/duix-exporter/duix_exporter/client"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // scrape is the collector of one scrape.
@@ -19,8 +16,8 @@ type scrape struct {
 
 // Describe implements prometheus.Collector.
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range allDescs {
-		ch <- d
+	for _, f := range allFamilies {
+		ch <- f.desc
 	}
 }
 
@@ -28,77 +25,31 @@ func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
 // reports each app's outcome on its own, so that one failing app never
 // fails the scrape or touches another app's series.
 func (s *scrape) Collect(ch chan<- prometheus.Metric) {
-	apps, api := s.e.snapshot(s.names)
-	results := make([]*result, len(apps))
-	var wg sync.WaitGroup
-	for i, st := range apps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = s.e.fetch(s.ctx, st, api)
-		}()
-	}
-	wg.Wait()
-	for i, st := range apps {
-		emit(ch, st, results[i], st.view())
+	for _, mf := range s.e.gather(s.ctx, s.names) {
+		desc := familyByName[mf.GetName()].desc
+		for _, m := range mf.Metric {
+			ch <- builtMetric{desc: desc, m: m}
+		}
 	}
 }
 
-func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
-	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+var familyByName = func() map[string]*family {
+	m := make(map[string]*family, len(allFamilies))
+	for _, f := range allFamilies {
+		m[f.name] = f
+	}
+	return m
+}()
+
+// builtMetric is a sample built by the builder, as a prometheus.Metric.
+type builtMetric struct {
+	desc *prometheus.Desc
+	m    *dto.Metric
 }
 
-func emit(ch chan<- prometheus.Metric, st *appState, r *result, v view) {
-	app := st.name
-	up := 0.0
-	if r.up() {
-		up = 1
-	}
-	gauge(ch, upDesc, up, app)
-	gauge(ch, scrapeDurationDesc, r.duration.Seconds(), app)
-	gauge(ch, appInfoDesc, 1, app, st.appID, v.corpID)
-	if r.concErr == nil && r.conc != nil {
-		gauge(ch, limitDesc, float64(r.conc.TotalConcurrentNumber), app)
-		gauge(ch, inUseDesc, float64(r.conc.UserConcurrentNumber), app)
-	}
-	if r.sessErr == nil {
-		gauge(ch, activeSessionsDesc, float64(r.sessions), app)
-	}
-	for _, ec := range v.errors {
-		ch <- prometheus.MustNewConstMetric(scrapeErrorsDesc, prometheus.CounterValue, float64(ec.n), app, ec.endpoint, ec.reason)
-	}
-	if c := st.client(); c != nil {
-		if until := c.RetryAfter(); !until.IsZero() {
-			gauge(ch, rateLimitedUntilDesc, float64(until.UnixNano())/1e9, app)
-		}
-	}
+func (b builtMetric) Desc() *prometheus.Desc { return b.desc }
 
-	configured := make(map[string]bool, len(v.conversations))
-	for _, cv := range v.conversations {
-		configured[cv.id] = true
-		if cv.details != nil {
-			d := cv.details
-			gauge(ch, conversationMaxDesc, float64(d.MaxConversation), app, cv.id)
-			gauge(ch, conversationInfoDesc, 1, app, cv.id, d.ConversationName, d.Language, d.DetailDto.ModelName, d.DetailDto.TtsName)
-			gauge(ch, conversationRefreshDesc, float64(cv.refreshed.UnixNano())/1e9, app, cv.id)
-		}
-	}
-	if r.sessErr != nil {
-		return
-	}
-	ids := make([]string, 0, len(configured)+len(r.perConv))
-	for id := range configured {
-		ids = append(ids, id)
-	}
-	for id := range r.perConv {
-		if !configured[id] {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		gauge(ch, conversationSessionsDesc, float64(r.perConv[id]), app, id)
-	}
+func (b builtMetric) Write(out *dto.Metric) error {
+	out.Label, out.Gauge, out.Counter = b.m.Label, b.m.Gauge, b.m.Counter
+	return nil
 }
-
-var _ = client.Reason
