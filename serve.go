@@ -98,12 +98,7 @@ func runServe(o serveOptions, logger log.Logger, slogger *slog.Logger) int {
 		level.Error(logger).Log("msg", "Cannot build the HTTP handlers", "err", err)
 		return 1
 	}
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-	}
+	srv := newServer(mux)
 	done := make(chan error, 1)
 	go func() { done <- web.ListenAndServe(srv, o.web, slogger) }()
 	select {
@@ -123,6 +118,27 @@ func runServe(o serveOptions, logger log.Logger, slogger *slog.Logger) int {
 		_ = srv.Close()
 	}
 	return 0
+}
+
+// Bounds on what a client of the exporter's endpoints can hold or send.
+// There is no read or write timeout: a scrape may take as long as
+// Prometheus' scrape timeout (or DefaultScrapeTimeout), and request bodies
+// are never read (the server discards at most 256 KiB of one, then closes
+// the connection).
+const (
+	readHeaderTimeout = 10 * time.Second // a client that never finishes its headers is cut off
+	idleTimeout       = 2 * time.Minute  // an idle keep-alive connection is closed
+	maxHeaderBytes    = 64 << 10         // larger request headers get 431
+)
+
+// newServer returns the HTTP server of the exporter's endpoints.
+func newServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
 }
 
 // checkConfig implements --config.check.

@@ -195,6 +195,10 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, deco
 		}
 		return env, herr
 	}
+	if resp.ContentLength > maxBytes {
+		// Announced too large: refused before reading any of it.
+		return env, &DecodeError{Endpoint: endpoint, Err: fmt.Errorf("%w (%d bytes, Content-Length %d)", ErrBodyTooLarge, maxBytes, resp.ContentLength)}
+	}
 
 	env, err = decodeEnvelope(body, decode)
 	if err != nil {
@@ -260,8 +264,12 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 
 // decodeEnvelope walks the top-level object, keeping the envelope fields and
 // handing data to decode as it streams past.
-func decodeEnvelope(r io.Reader, decode dataFunc) (envelope, error) {
-	var env envelope
+func decodeEnvelope(r io.Reader, decode dataFunc) (env envelope, err error) {
+	defer func() {
+		if err == io.EOF { // the body ended inside the object
+			err = io.ErrUnexpectedEOF
+		}
+	}()
 	dec := json.NewDecoder(r)
 	dec.UseNumber()
 	if err := expectDelim(dec, '{'); err != nil {

@@ -135,7 +135,7 @@ func (a App) UsesKey() bool {
 // Load reads and parses the configuration file at path. Relative *_file
 // paths in it are resolved against the directory of the file.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(path) // #nosec G304 -- the operator names the configuration file
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
 	}
@@ -206,6 +206,16 @@ func (a *API) UnmarshalYAML(unmarshal func(any) error) error {
 	type plainAPI API
 	if err := unmarshal((*plainAPI)(a)); err != nil {
 		return locateError("api", err)
+	}
+	// The YAML decoder zeroes a section left empty ("http_client:" alone,
+	// or with every line commented out) instead of decoding it, which
+	// would turn off redirects and HTTP/2: give it the defaults, as when
+	// it is absent.
+	var raw map[string]any
+	if err := unmarshal(&raw); err == nil {
+		if v, ok := raw["http_client"]; ok && v == nil {
+			a.HTTPClientConfig = promconfig.DefaultHTTPClientConfig
+		}
 	}
 	return nil
 }
@@ -424,7 +434,7 @@ func checkFile(field, path string) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s: %q is not a regular file", field, path)
 	}
-	f, err := os.Open(path)
+	f, err := os.Open(path) // #nosec G304 -- a key or token file named by the configuration; opened to check it, never read here
 	if err != nil {
 		return fmt.Errorf("%s: %w", field, err)
 	}

@@ -85,7 +85,7 @@ func (s *Simulator) Churn(ctx context.Context, every time.Duration, rng *rand.Ra
 		every = time.Second
 	}
 	if rng == nil {
-		rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+		rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())) // #nosec G404 -- simulated session churn, not a secret
 	}
 	targets := make(map[string]int)
 	t := time.NewTicker(every)

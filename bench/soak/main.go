@@ -1,0 +1,593 @@
+// Command soak keeps duix_exporter busy for a while and checks that it stays
+// correct and does not grow. It starts the simulator of the platform in
+// this process on loopback (sessions coming and going, a few apps failing
+// in a different way each), runs the real exporter binary against it, and
+// sends it -scrapers concurrent scrapers for -duration: most scrape
+// /metrics, some /probe?app=NAME, each with Prometheus' scrape-timeout
+// header. It prints the scrapes made, the failed scrapes of healthy apps,
+// latency percentiles, and the exporter's goroutines and RSS at the start,
+// the middle and the end; then whether each bar is met. It exits 1 when a
+// bar is missed and 2 when it cannot run.
+//
+//	go run ./bench/soak -apps 200 -scrapers 50 -duration 60s
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/duix-exporter/duix_exporter/simulator"
+)
+
+type options struct {
+	apps, faulty, scrapers int
+	probeShare             float64
+	duration               time.Duration
+	scrapeTimeout          time.Duration
+	binary                 string
+	maxGoroutineGrowth     int
+	maxRSSGrowth           float64
+}
+
+// The faults given to the faulty apps, one each in turn: all answer at
+// once, so that a faulty app never slows a scrape down.
+var faults = []simulator.Fault{
+	{Kind: simulator.FaultHTTP500},
+	{Kind: simulator.FaultHTML502},
+	{Kind: simulator.FaultTruncatedJSON},
+	{Kind: simulator.FaultUnauthorized401},
+	{Kind: simulator.FaultResetConnection},
+	{Kind: simulator.FaultSuccessFalse},
+	{Kind: simulator.FaultWrongTypes},
+	{Kind: simulator.FaultRateLimit429, RetryAfter: 2 * time.Second},
+	{Kind: simulator.FaultOversizedBody, Bytes: 64 << 20},
+	{Kind: simulator.FaultForbidden403},
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.apps, "apps", 200, "Number of apps.")
+	flag.IntVar(&o.faulty, "faulty", 10, "How many of the apps fail, each with its own fault (HTTP 500, 502 HTML, truncated JSON, 401, reset, ...).")
+	flag.IntVar(&o.scrapers, "scrapers", 50, "Concurrent scrapers, each scraping again as soon as it has an answer.")
+	flag.Float64Var(&o.probeShare, "probe-share", 0.2, "Share of the scrapes that go to /probe?app=NAME (a random app) instead of /metrics.")
+	flag.DurationVar(&o.duration, "duration", 60*time.Second, "How long the scrapers run.")
+	flag.DurationVar(&o.scrapeTimeout, "scrape-timeout", 10*time.Second, "Scrape timeout sent in X-Prometheus-Scrape-Timeout-Seconds; a longer answer is a failed scrape.")
+	flag.StringVar(&o.binary, "binary", "", "Exporter binary (empty: build it from the module with go build).")
+	flag.IntVar(&o.maxGoroutineGrowth, "max-goroutine-growth", 20, "Bar: goroutines at rest after the run may exceed those at rest before it by at most this, beyond the pool of idle connections to the platform (2 goroutines each, up to api.max_concurrency of them).")
+	flag.Float64Var(&o.maxRSSGrowth, "max-rss-growth", 1.25, "Bar: the highest RSS in the second half of the run may be at most this times the highest in the first half (plus 8 MiB).")
+	flag.Parse()
+	if o.apps < 1 || o.faulty < 0 || o.faulty >= o.apps || o.scrapers < 1 || o.duration <= 0 || o.probeShare < 0 || o.probeShare > 1 {
+		fmt.Fprintln(os.Stderr, "soak: need -apps ≥ 1, 0 ≤ -faulty < -apps, -scrapers ≥ 1, -duration > 0, 0 ≤ -probe-share ≤ 1")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ok, err := run(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		os.Exit(2)
+	}
+	if !ok {
+		os.Exit(1)
+	}
+}
+
+type app struct {
+	name, id, key string
+	faulty        bool
+}
+
+func run(ctx context.Context, o options) (bool, error) {
+	dir, err := os.MkdirTemp("", "duix-soak-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(dir)
+
+	// The platform.
+	sim := simulator.New()
+	apps := make([]app, o.apps)
+	for i := range apps {
+		a := app{name: fmt.Sprintf("soak-%03d", i), id: fmt.Sprintf("179%013d", i), key: fmt.Sprintf("soak-key-%03d-7e1f", i)}
+		sim.AddApp(simulator.App{ID: a.id, Key: a.key, CorpID: "corp-soak", Allowance: 5 + i%20})
+		for j := 1; j <= 2; j++ {
+			if err := sim.AddConversation(a.id, simulator.NewConversation(fmt.Sprintf("%d%03d", j, i), "conversation", 2+j)); err != nil {
+				return false, err
+			}
+		}
+		if i >= o.apps-o.faulty {
+			a.faulty = true
+			sim.SetFault(a.id, "", faults[(o.apps-1-i)%len(faults)])
+		}
+		apps[i] = a
+	}
+	base, closeSim, err := sim.Listen("127.0.0.1:0")
+	if err != nil {
+		return false, err
+	}
+	defer closeSim()
+	churnCtx, stopChurn := context.WithCancel(ctx)
+	defer stopChurn()
+	go sim.Churn(churnCtx, 500*time.Millisecond, rand.New(rand.NewPCG(1, 2))) // #nosec G404 -- load pattern, not a secret
+
+	// The exporter.
+	binary := o.binary
+	if binary == "" {
+		binary = filepath.Join(dir, "duix_exporter")
+		build := exec.CommandContext(ctx, "go", "build", "-o", binary, ".") // #nosec G204 -- a temporary path of our own
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return false, fmt.Errorf("building the exporter: %w", err)
+		}
+	}
+	cfgPath := filepath.Join(dir, "duix.yml")
+	if err := writeConfig(cfgPath, base, apps); err != nil {
+		return false, err
+	}
+	exp, err := startExporter(ctx, binary, cfgPath, o.scrapers)
+	if err != nil {
+		return false, err
+	}
+	defer exp.stop()
+
+	s := &soak{o: o, apps: apps, url: exp.url, client: newClient(o)}
+	// Warm up, not counted: every conversation's details are fetched, and
+	// a short burst at full concurrency fills the exporter's pool of idle
+	// connections to the platform (up to api.max_concurrency, kept for
+	// 90 s; resets and oversized bodies close some).
+	if r := s.scrape(ctx, "/metrics", nil); r.err != nil {
+		return false, fmt.Errorf("warm-up scrape: %w (exporter log:\n%s)", r.err, exp.logs.String())
+	}
+	warmCtx, stopWarm := context.WithTimeout(ctx, min(2*time.Second, o.duration/5))
+	var warm sync.WaitGroup
+	for range o.scrapers {
+		warm.Add(1)
+		go func() {
+			defer warm.Done()
+			for warmCtx.Err() == nil {
+				s.scrape(warmCtx, "/metrics", nil)
+			}
+		}()
+	}
+	warm.Wait()
+	stopWarm()
+	s.client.CloseIdleConnections()
+	time.Sleep(2 * time.Second)
+	start, err := s.sample(ctx, exp)
+	if err != nil {
+		return false, err
+	}
+
+	runCtx, cancel := context.WithTimeout(ctx, o.duration)
+	defer cancel()
+	var (
+		wg      sync.WaitGroup
+		middle  sampleT
+		midErr  error
+		samples []sampleT // every tenth of the run, under load
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(o.duration / 10)
+		defer tick.Stop()
+		for i := 1; i < 10; i++ {
+			select {
+			case <-tick.C:
+			case <-runCtx.Done():
+				midErr = errors.New("stopped before the end")
+				return
+			}
+			smp, err := s.sample(ctx, exp)
+			if err != nil {
+				midErr = err
+				return
+			}
+			samples = append(samples, smp)
+			if i == 5 {
+				middle = smp
+			}
+		}
+	}()
+	began := time.Now()
+	for i := range uint64(o.scrapers) { // #nosec G115 -- checked positive above
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.scraper(runCtx, i)
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(began)
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	if midErr != nil {
+		return false, midErr
+	}
+	// At rest: the scrapers' connections are closed and the exporter's
+	// handlers have returned.
+	s.client.CloseIdleConnections()
+	time.Sleep(2 * time.Second)
+	end, err := s.sample(ctx, exp)
+	if err != nil {
+		return false, err
+	}
+	return s.report(os.Stdout, elapsed, start, middle, end, samples, sim), nil
+}
+
+// maxConcurrency is api.max_concurrency of the soak's configuration (the
+// default).
+const maxConcurrency = 32
+
+func writeConfig(path, base string, apps []app) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "api:\n  base_url: %q\n  timeout: 5s\n  max_concurrency: %d\napps:\n", base, maxConcurrency)
+	for i, a := range apps {
+		fmt.Fprintf(&b, "  - name: %q\n    app_id: %q\n    app_key: %q\n    conversations: [\"1%03d\", \"2%03d\"]\n", a.name, a.id, a.key, i, i)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
+type exporter struct {
+	cmd  *exec.Cmd
+	url  string
+	logs *syncBuffer
+	done chan error
+}
+
+func startExporter(ctx context.Context, binary, cfgPath string, scrapers int) (*exporter, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	e := &exporter{url: "http://" + addr, logs: &syncBuffer{}, done: make(chan error, 1)}
+	// Every scraper must be served at once: the default limit (40) would
+	// answer 503 to the others, as it should.
+	e.cmd = exec.Command(binary, "--config.file="+cfgPath, "--web.listen-address="+addr, // #nosec G204 -- the binary under test, named on our command line
+		"--web.max-requests="+strconv.Itoa(scrapers+10), "--log.level=warn")
+	e.cmd.Stdout, e.cmd.Stderr = e.logs, e.logs
+	if err := e.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { e.done <- e.cmd.Wait() }()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		select {
+		case err := <-e.done:
+			e.done <- err
+			return nil, fmt.Errorf("the exporter exited: %v\n%s", err, e.logs.String())
+		default:
+		}
+		if resp, err := http.Get(e.url + "/-/ready"); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return e, nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.stop()
+	return nil, fmt.Errorf("the exporter was not ready within 15 s:\n%s", e.logs.String())
+}
+
+func (e *exporter) stop() {
+	if e.cmd.Process == nil {
+		return
+	}
+	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-e.done:
+		e.done <- err
+	case <-time.After(15 * time.Second):
+		_ = e.cmd.Process.Kill()
+	}
+}
+
+// rss reads the resident set size of the exporter from /proc.
+func (e *exporter) rss() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc status")
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newClient(o options) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{MaxIdleConnsPerHost: o.scrapers + 1, DisableCompression: true},
+		Timeout:   o.scrapeTimeout,
+	}
+}
+
+type soak struct {
+	o      options
+	apps   []app
+	url    string
+	client *http.Client
+
+	metricsLat, probeLat latencies
+	scrapes, failed      atomic.Int64
+	faultyUp             atomic.Int64
+	firstFailure         atomic.Pointer[string]
+}
+
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.d = append(l.d, d)
+}
+
+func (l *latencies) percentiles() (n int, p50, p90, p99, maxD time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.d) == 0 {
+		return 0, 0, 0, 0, 0
+	}
+	d := slices.Clone(l.d)
+	slices.Sort(d)
+	at := func(q float64) time.Duration { return d[min(len(d)-1, int(q*float64(len(d))))] }
+	return len(d), at(.50), at(.90), at(.99), d[len(d)-1]
+}
+
+type result struct {
+	up  map[string]float64
+	err error
+}
+
+// scrape GETs path and reads the duix_up samples of the answer.
+func (s *soak) scrape(ctx context.Context, path string, lat *latencies) result {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+path, nil)
+	if err != nil {
+		return result{err: err}
+	}
+	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", strconv.FormatFloat(s.o.scrapeTimeout.Seconds(), 'f', -1, 64))
+	start := time.Now()
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return result{err: err}
+	}
+	defer resp.Body.Close()
+	up := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, `duix_up{app="`)
+		if !ok {
+			continue
+		}
+		name, val, ok := strings.Cut(rest, `"} `)
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			return result{err: fmt.Errorf("bad sample %q", line)}
+		}
+		up[name] = v
+	}
+	if err := sc.Err(); err != nil {
+		return result{err: err}
+	}
+	if lat != nil {
+		lat.add(time.Since(start))
+	}
+	if resp.StatusCode != http.StatusOK {
+		return result{err: fmt.Errorf("%s: HTTP %d", path, resp.StatusCode)}
+	}
+	return result{up: up}
+}
+
+func (s *soak) fail(msg string) {
+	s.failed.Add(1)
+	s.firstFailure.CompareAndSwap(nil, &msg)
+}
+
+func (s *soak) scraper(ctx context.Context, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7)) // #nosec G404 -- load pattern, not a secret
+	for ctx.Err() == nil {
+		var (
+			path   = "/metrics"
+			lat    = &s.metricsLat
+			expect = s.apps
+		)
+		if rng.Float64() < s.o.probeShare {
+			a := s.apps[rng.IntN(len(s.apps))]
+			path, lat, expect = "/probe?app="+a.name, &s.probeLat, []app{a}
+		}
+		r := s.scrape(ctx, path, lat)
+		if ctx.Err() != nil {
+			return // cut short by the end of the run: not counted
+		}
+		s.scrapes.Add(1)
+		if r.err != nil {
+			s.fail(r.err.Error())
+			continue
+		}
+		bad := 0
+		var first string
+		for _, a := range expect {
+			v, ok := r.up[a.name]
+			switch {
+			case a.faulty && ok && v == 1:
+				s.faultyUp.Add(1)
+			case !a.faulty && (!ok || v != 1):
+				if bad == 0 {
+					first = fmt.Sprintf("%s: app %s has duix_up %v (present: %v)", path, a.name, v, ok)
+				}
+				bad++
+			}
+		}
+		if bad > 0 {
+			s.fail(first)
+		}
+	}
+}
+
+type sampleT struct {
+	goroutines float64
+	rss        int64
+	heap       float64 // in use, garbage included
+	goal       float64 // next GC's heap goal: twice the heap live after the last GC (GOGC=100)
+}
+
+// sample reads the exporter's goroutines and heap from its own metrics and
+// its RSS from /proc.
+func (s *soak) sample(ctx context.Context, e *exporter) (sampleT, error) {
+	var out sampleT
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/metrics", nil)
+	if err != nil {
+		return out, err
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return out, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return out, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
+			out.goroutines, _ = strconv.ParseFloat(v, 64)
+		}
+		if v, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
+			out.heap, _ = strconv.ParseFloat(v, 64)
+		}
+		if v, ok := strings.CutPrefix(line, "go_memstats_next_gc_bytes "); ok {
+			out.goal, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	out.rss, err = e.rss()
+	return out, err
+}
+
+func mib(b float64) string { return fmt.Sprintf("%.1f", b/(1<<20)) }
+
+func (s *soak) report(w io.Writer, elapsed time.Duration, start, middle, end sampleT, samples []sampleT, sim *simulator.Simulator) bool {
+	o := s.o
+	fmt.Fprintf(w, "soak: %d apps (%d failing on purpose), %d scrapers (%.0f%% /probe), %s, scrape timeout %s\n\n",
+		o.apps, o.faulty, o.scrapers, 100*o.probeShare, elapsed.Round(100*time.Millisecond), o.scrapeTimeout)
+	n := s.scrapes.Load()
+	fmt.Fprintf(w, "scrapes:                       %d (%.1f/s)\n", n, float64(n)/elapsed.Seconds())
+	fmt.Fprintf(w, "failed scrapes of healthy apps: %d\n", s.failed.Load())
+	if f := s.firstFailure.Load(); f != nil {
+		fmt.Fprintf(w, "  first: %s\n", *f)
+	}
+	fmt.Fprintf(w, "failing apps reported up:       %d\n", s.faultyUp.Load())
+	var calls int64
+	for _, ep := range []string{simulator.EndpointConcurrency, simulator.EndpointSessions, simulator.EndpointConversation} {
+		calls += sim.Requests(ep)
+	}
+	fmt.Fprintf(w, "calls to the platform:          %d (%.1f per scrape: concurrent scrapes share them)\n\n", calls, float64(calls)/float64(max(n, 1)))
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "latency\tscrapes\tp50\tp90\tp99\tmax\t")
+	for _, l := range []struct {
+		name string
+		l    *latencies
+	}{{"/metrics", &s.metricsLat}, {"/probe", &s.probeLat}} {
+		c, p50, p90, p99, mx := l.l.percentiles()
+		r := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\n", l.name, c, r(p50), r(p90), r(p99), r(mx))
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "exporter\tstart (at rest)\tmiddle (under load)\tend (at rest)\t")
+	fmt.Fprintf(tw, "goroutines\t%.0f\t%.0f\t%.0f\t\n", start.goroutines, middle.goroutines, end.goroutines)
+	fmt.Fprintf(tw, "RSS (MiB)\t%s\t%s\t%s\t\n", mib(float64(start.rss)), mib(float64(middle.rss)), mib(float64(end.rss)))
+	fmt.Fprintf(tw, "heap in use (MiB)\t%s\t%s\t%s\t\n", mib(start.heap), mib(middle.heap), mib(end.heap))
+	fmt.Fprintf(tw, "live heap at last GC (MiB)\t%s\t%s\t%s\t\n", mib(start.goal/2), mib(middle.goal/2), mib(end.goal/2))
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+	// Under load, every tenth of the run: a leak shows as a trend, the
+	// garbage collector's rhythm as noise around a plateau.
+	var rssLine, liveLine, grLine []string
+	var firstRSS, secondRSS int64
+	for i, smp := range samples {
+		rssLine = append(rssLine, mib(float64(smp.rss)))
+		liveLine = append(liveLine, mib(smp.goal/2))
+		grLine = append(grLine, fmt.Sprintf("%.0f", smp.goroutines))
+		if i < len(samples)/2 {
+			firstRSS = max(firstRSS, smp.rss)
+		} else {
+			secondRSS = max(secondRSS, smp.rss)
+		}
+	}
+	fmt.Fprintf(w, "under load, every %s:\n  RSS (MiB):       %s\n  live heap (MiB): %s\n  goroutines:      %s\n\n",
+		o.duration/10, strings.Join(rssLine, " "), strings.Join(liveLine, " "), strings.Join(grLine, " "))
+
+	ok := true
+	bar := func(pass bool, format string, args ...any) {
+		mark := "ok  "
+		if !pass {
+			mark, ok = "MISS", false
+		}
+		fmt.Fprintf(w, "%s %s\n", mark, fmt.Sprintf(format, args...))
+	}
+	bar(n >= int64(o.scrapers), "scrapes made: %d (at least one per scraper)", n)
+	bar(s.failed.Load() == 0, "failed scrapes of healthy apps: %d (bar: 0)", s.failed.Load())
+	bar(s.faultyUp.Load() == 0, "failing apps reported up: %d (bar: 0)", s.faultyUp.Load())
+	// At rest, each idle connection to the platform holds 2 goroutines;
+	// their number moves between 0 and api.max_concurrency.
+	grBar := start.goroutines + float64(o.maxGoroutineGrowth+2*maxConcurrency)
+	bar(end.goroutines <= grBar, "goroutines at rest: %.0f after, %.0f before (bar: at most %.0f: +%d, +2 per idle connection to the platform, at most %d of them)",
+		end.goroutines, start.goroutines, grBar, o.maxGoroutineGrowth, maxConcurrency)
+	rssBar := int64(float64(firstRSS)*o.maxRSSGrowth) + 8<<20
+	bar(len(samples) >= 2 && secondRSS <= rssBar, "RSS under load: at most %s MiB in the second half, %s MiB in the first (bar: at most %s MiB)",
+		mib(float64(secondRSS)), mib(float64(firstRSS)), mib(float64(rssBar)))
+	return ok
+}

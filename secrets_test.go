@@ -1,0 +1,387 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duix-exporter/duix_exporter/simulator"
+)
+
+// Secret hygiene: one test drives every path of the binary with
+// recognisable app keys and tokens (each fault of the platform, bad
+// configurations, reloads by SIGHUP and /-/reload, debug logging, the
+// landing page, /probe, --config.check and the operator commands), keeps
+// everything the binary printed, logged or answered, and requires that no
+// key, no configured token and no token the exporter minted (captured as
+// the platform received them) appears in any of it, nor anything shaped
+// like a JWT.
+
+// Recognisable secrets. Each app of the configuration uses another kind of
+// credential.
+const (
+	secInlineKey  = "SECRETKEY-inline-7f3a9c1e5d"
+	secFileKey    = "SECRETKEY-file-2b8d4e6f0a"
+	secStaticKey  = "SECRETKEY-static-9e8d7c6b5a" // signs the ready-made tokens; never configured
+	secBadToken   = "SECRETTOKEN-not-a-jwt-5d1c3b"
+	secBasicPass  = "SECRETPASS-in-base-url-4e2f"
+	secHTTPBearer = "SECRETBEARER-http-client-8a7b"
+	jwtPrefix     = "eyJ" // base64 of `{"`: the start of every JWT
+)
+
+// tokenRecorder keeps every credential the platform received.
+type tokenRecorder struct {
+	mu     sync.Mutex
+	tokens map[string]bool
+}
+
+func (r *tokenRecorder) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		tok := strings.TrimSpace(strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer "))
+		if tok == "" {
+			tok = req.Header.Get("token")
+		}
+		if tok != "" {
+			r.mu.Lock()
+			r.tokens[tok] = true
+			r.mu.Unlock()
+		}
+		next.ServeHTTP(w, req)
+	})
+}
+
+func (r *tokenRecorder) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.tokens))
+	for t := range r.tokens {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// transcript gathers everything the binary said, with where it said it.
+type transcript struct {
+	mu      sync.Mutex
+	entries []entry
+}
+
+type entry struct{ where, text string }
+
+func (tr *transcript) add(where, text string) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.entries = append(tr.entries, entry{where, text})
+}
+
+// secretsEnv is the platform and the configuration files of the test.
+type secretsEnv struct {
+	sim        *simulator.Simulator
+	rec        *tokenRecorder
+	base       string
+	dir        string
+	good       string // configuration path
+	staticTok  string // a ready-made token, configured inline
+	fileTok    string // a ready-made token, in a file
+	sessionIDs []string
+}
+
+func newSecretsEnv(t *testing.T) *secretsEnv {
+	t.Helper()
+	e := &secretsEnv{sim: simulator.New(), rec: &tokenRecorder{tokens: map[string]bool{}}, dir: t.TempDir()}
+	apps := []struct{ id, key string }{
+		{"2001", secInlineKey}, {"2002", secFileKey}, {"2003", secStaticKey}, {"2004", secStaticKey}, {"2005", secStaticKey},
+	}
+	for _, a := range apps {
+		e.sim.AddApp(simulator.App{ID: a.id, Key: a.key, CorpID: "corp-" + a.id, Allowance: 4})
+		require.NoError(t, e.sim.AddConversation(a.id, simulator.NewConversation("c"+a.id, "conversation "+a.id, 2)))
+		id, err := e.sim.StartSession(a.id, "c"+a.id)
+		require.NoError(t, err)
+		e.sessionIDs = append(e.sessionIDs, id)
+	}
+	var err error
+	now := time.Now()
+	e.staticTok, err = simulator.MintToken("2003", secStaticKey, now, now.Add(time.Hour))
+	require.NoError(t, err)
+	e.fileTok, err = simulator.MintToken("2004", secStaticKey, now, now.Add(time.Hour))
+	require.NoError(t, err)
+	srv := httptest.NewServer(e.rec.wrap(e.sim))
+	t.Cleanup(srv.Close)
+	e.base = srv.URL + simulator.BasePath
+
+	keyFile := filepath.Join(e.dir, "key-file.key")
+	tokFile := filepath.Join(e.dir, "token-file.token")
+	require.NoError(t, os.WriteFile(keyFile, []byte(secFileKey+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(tokFile, []byte(e.fileTok+"\n"), 0o600))
+	e.good = e.write(t, "duix.yml", e.config(""))
+	return e
+}
+
+// config renders the configuration; extra is appended to the apps.
+func (e *secretsEnv) config(extra string) string {
+	return fmt.Sprintf(`api:
+  base_url: %q
+  timeout: 1s
+apps:
+  - name: inline-key
+    app_id: "2001"
+    app_key: %s
+    conversations: ["c2001"]
+  - name: file-key
+    app_id: "2002"
+    app_key_file: key-file.key
+    conversations: ["c2002"]
+  - name: inline-token
+    app_id: "2003"
+    token: %s
+  - name: file-token
+    app_id: "2004"
+    token_file: token-file.token
+  - name: refused-token
+    app_id: "2005"
+    token: %s
+%s`, e.base, secInlineKey, e.staticTok, secBadToken, extra)
+}
+
+func (e *secretsEnv) write(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(e.dir, name)
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	return path
+}
+
+// badConfigs are invalid configurations full of secrets, each refused for
+// a reason that has nothing to do with them.
+func (e *secretsEnv) badConfigs() map[string]string {
+	good := e.config("")
+	return map[string]string{
+		"two credentials":         e.config("  - name: both\n    app_id: \"2009\"\n    app_key: " + secInlineKey + "\n    token: " + secBadToken + "\n"),
+		"unknown field":           e.config("  - name: typo\n    app_id: \"2009\"\n    app_key: " + secInlineKey + "\n    apikey: " + secInlineKey + "\n"),
+		"duplicate key":           e.config("  - name: dup\n    app_id: \"2009\"\n    app_key: " + secInlineKey + "\n    app_key: " + secFileKey + "\n"),
+		"key of the wrong type":   e.config("  - name: wrongtype\n    app_id: \"2009\"\n    app_key: {value: " + secInlineKey + "}\n"),
+		"unterminated quote":      e.config("  - name: quote\n    app_id: \"2009\"\n    app_key: \"" + secInlineKey + "\n"),
+		"token with token_ttl":    e.config("  - name: ttl\n    app_id: \"2009\"\n    token: " + secBadToken + "\n    token_ttl: 5m\n"),
+		"duplicate app_id":        e.config("  - name: again\n    app_id: \"2001\"\n    app_key: " + secInlineKey + "\n"),
+		"missing key file":        e.config("  - name: nofile\n    app_id: \"2009\"\n    app_key_file: no-such.key\n"),
+		"credentials in base_url": strings.Replace(good, "base_url: \"http://", "base_url: \"http://user:"+secBasicPass+"@", 1),
+		"bearer in http_client":   strings.Replace(good, "  timeout: 1s\n", "  timeout: 1s\n  http_client:\n    bearer_token: "+secHTTPBearer+"\n", 1),
+		"authorization header in http_client": strings.Replace(good, "  timeout: 1s\n",
+			"  timeout: 1s\n  http_client:\n    http_headers:\n      Authorization:\n        secrets: [\"Bearer "+secHTTPBearer+"\"]\n", 1),
+		"bad indentation": strings.Replace(good, "    app_key: "+secInlineKey, "   app_key: "+secInlineKey, 1),
+		"tab":             strings.Replace(good, "    app_key: "+secInlineKey, "\tapp_key: "+secInlineKey, 1),
+	}
+}
+
+// runCmd runs the binary to its end and records its output.
+func runCmd(t *testing.T, tr *transcript, where string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err, where)
+	}
+	tr.add(where, string(out))
+	return code, string(out)
+}
+
+// fetch GETs (or POSTs) a path of the running exporter and records the
+// answer, headers included.
+func fetch(t *testing.T, tr *transcript, p *process, method, path string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, p.url+path, nil)
+	require.NoError(t, err)
+	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "5")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err, path)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err, path)
+	var hdr strings.Builder
+	require.NoError(t, resp.Header.Write(&hdr))
+	tr.add(method+" "+path, hdr.String()+"\n"+string(b))
+	return resp.StatusCode, string(b)
+}
+
+func TestSecretsNeverLeak(t *testing.T) {
+	e := newSecretsEnv(t)
+	tr := &transcript{}
+
+	// --config.check, good and bad; starting with a bad configuration.
+	code, out := runCmd(t, tr, "--config.check good", "--config.check", "--config.file="+e.good)
+	require.Equal(t, 0, code, out)
+	for name, content := range e.badConfigs() {
+		path := e.write(t, "bad.yml", content)
+		code, out := runCmd(t, tr, "--config.check "+name, "--config.check", "--config.file="+path)
+		assert.Equal(t, 1, code, "%s is refused: %s", name, out)
+		code, out = runCmd(t, tr, "serve with "+name, "--config.file="+path, "--log.level=debug", "--web.listen-address=127.0.0.1:0")
+		assert.Equal(t, 1, code, "%s: the exporter does not start: %s", name, out)
+	}
+
+	// The exporter, logging everything.
+	p := startExporter(t, "--config.file="+e.good, "--log.level=debug")
+	_, body := fetch(t, tr, p, http.MethodGet, "/metrics")
+	for _, app := range []string{"inline-key", "file-key", "inline-token", "file-token"} {
+		assert.Contains(t, body, `duix_up{app="`+app+`"} 1`, "every credential works")
+	}
+	assert.Contains(t, body, `duix_up{app="refused-token"} 0`)
+	// Every fault; 429 last, since the exporter then stops calling for
+	// the Retry-After.
+	faults := []simulator.Fault{
+		{Kind: simulator.FaultHTTP500}, {Kind: simulator.FaultHTML502},
+		{Kind: simulator.FaultUnauthorized401}, {Kind: simulator.FaultForbidden403}, {Kind: simulator.FaultTruncatedJSON},
+		{Kind: simulator.FaultSuccessFalse}, {Kind: simulator.FaultNullData}, {Kind: simulator.FaultCodeAsNumber},
+		{Kind: simulator.FaultWrongTypes}, {Kind: simulator.FaultSlowBody, Delay: 200 * time.Millisecond},
+		{Kind: simulator.FaultOversizedBody, Bytes: 20 << 20}, {Kind: simulator.FaultResetConnection},
+		{Kind: simulator.FaultRateLimit429},
+	}
+	before := e.sim.Requests(simulator.EndpointConcurrency)
+	e.sim.SetLatency("", "", 3*time.Second) // beyond api.timeout
+	_, body = fetch(t, tr, p, http.MethodGet, "/metrics")
+	assert.Contains(t, body, `duix_up{app="inline-key"} 0`, "timeout")
+	e.sim.ClearFaults()
+	for _, f := range faults {
+		e.sim.SetFault("", "", f)
+		_, body := fetch(t, tr, p, http.MethodGet, "/metrics")
+		if f.Kind != simulator.FaultCodeAsNumber { // a numeric code is accepted
+			assert.Contains(t, body, `duix_up{app="inline-key"} 0`, f.Kind.String())
+		}
+		fetch(t, tr, p, http.MethodGet, "/probe?app=file-key")
+		e.sim.ClearFaults()
+	}
+	assert.GreaterOrEqual(t, e.sim.Requests(simulator.EndpointConcurrency)-before, int64(5*(len(faults)+1)), "each fault reached the platform")
+	for _, path := range []string{"/", "/-/healthy", "/-/ready", "/probe?app=inline-token", "/probe?app=no-such-app", "/probe", "/no-such-page"} {
+		fetch(t, tr, p, http.MethodGet, path)
+	}
+	fetch(t, tr, p, http.MethodGet, "/-/reload")
+
+	// Reloads: bad files by /-/reload and SIGHUP, then the good one again.
+	for name, content := range e.badConfigs() {
+		require.NoError(t, os.WriteFile(e.good, []byte(content), 0o600))
+		code, _ := fetch(t, tr, p, http.MethodPost, "/-/reload")
+		assert.Equal(t, http.StatusInternalServerError, code, name)
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+	}
+	require.NoError(t, os.WriteFile(e.good, []byte(e.config("")), 0o600))
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+	code, _ = fetch(t, tr, p, http.MethodPost, "/-/reload")
+	assert.Equal(t, http.StatusOK, code)
+	fetch(t, tr, p, http.MethodGet, "/metrics")
+	fetch(t, tr, p, http.MethodGet, "/")
+
+	// The operator commands.
+	e.operatorCommands(t, tr)
+
+	p.stop(t)
+	tr.add("exporter log", p.logs.String())
+
+	// What must never appear.
+	secrets := map[string]string{
+		secInlineKey: "inline app_key", secFileKey: "app_key_file content", secStaticKey: "key of the ready-made tokens",
+		secBadToken: "inline token", e.staticTok: "inline JWT token", e.fileTok: "token_file content",
+		secBasicPass: "password in base_url", secHTTPBearer: "http_client credential",
+	}
+	captured := e.rec.list()
+	require.NotEmpty(t, captured, "the platform was called")
+	for i, tok := range captured {
+		secrets[tok] = fmt.Sprintf("token %d received by the platform", i)
+	}
+	// Distinctive parts too, in case a value is cut or quoted.
+	for _, s := range []string{secInlineKey, secFileKey, secStaticKey, secBadToken, secBasicPass, secHTTPBearer} {
+		secrets[s[len(s)-10:]] = "end of a secret"
+	}
+	for _, tok := range captured {
+		if i := strings.LastIndexByte(tok, '.'); i > 0 {
+			secrets[tok[i+1:]] = "JWT signature"
+		}
+	}
+	checked := 0
+	for _, en := range tr.entries {
+		checked += len(en.text)
+		for s, what := range secrets {
+			if strings.Contains(en.text, s) {
+				t.Errorf("%s (%s) appears in %s:\n%s", what, s, en.where, excerpt(en.text, s))
+			}
+		}
+		if strings.Contains(en.text, jwtPrefix) {
+			t.Errorf("something shaped like a JWT appears in %s:\n%s", en.where, excerpt(en.text, jwtPrefix))
+		}
+	}
+	t.Logf("checked %d outputs (%d bytes) against %d secrets and %d tokens the platform received",
+		len(tr.entries), checked, len(secrets), len(captured))
+}
+
+// operatorCommands runs the operator commands the binary lists in --help.
+func (e *secretsEnv) operatorCommands(t *testing.T, tr *transcript) {
+	_, help := runCmd(t, tr, "--help", "--help")
+	has := func(cmd string) bool {
+		if strings.Contains(help, cmd) {
+			return true
+		}
+		t.Logf("the binary has no %q command: not driven", cmd)
+		return false
+	}
+	cfg := "--config.file=" + e.good
+	var runs [][]string
+	if has("apps check") {
+		runs = append(runs, []string{"apps", "check"}, []string{"apps", "check", "--output=json"})
+	}
+	if has("sessions list") {
+		for _, app := range []string{"inline-key", "file-token", "refused-token", "no-such-app"} {
+			runs = append(runs, []string{"sessions", "list", "--app=" + app}, []string{"sessions", "list", "--app=" + app, "--output=json"})
+		}
+	}
+	if has("sessions stop") {
+		runs = append(runs,
+			[]string{"sessions", "stop", "--app=file-key", "--session=" + e.sessionIDs[1], "--yes"},
+			[]string{"sessions", "stop", "--app=file-key", "--session=no-such-session", "--yes"},
+			[]string{"sessions", "stop", "--app=inline-key", "--session=" + e.sessionIDs[0]}, // not confirmed
+			[]string{"sessions", "stop", "--app=refused-token", "--session=" + e.sessionIDs[4], "--yes"})
+	}
+	if has("conversation show") {
+		runs = append(runs,
+			[]string{"conversation", "show", "--app=inline-key", "--id=c2001"},
+			[]string{"conversation", "show", "--app=inline-key", "--id=c2001", "--output=json"},
+			[]string{"conversation", "show", "--app=inline-token", "--id=no-such-conversation"},
+			[]string{"conversation", "show", "--app=refused-token", "--id=c2005"})
+	}
+	for _, args := range runs {
+		runCmd(t, tr, strings.Join(args, " "), append([]string{cfg, "--log.level=debug"}, args...)...)
+	}
+	// The same with the platform failing.
+	for _, f := range []simulator.FaultKind{simulator.FaultUnauthorized401, simulator.FaultHTML502, simulator.FaultTruncatedJSON, simulator.FaultResetConnection} {
+		e.sim.SetFault("", "", simulator.Fault{Kind: f})
+		for _, args := range runs {
+			runCmd(t, tr, strings.Join(args, " ")+" ("+f.String()+")", append([]string{cfg, "--log.level=debug"}, args...)...)
+		}
+		e.sim.ClearFaults()
+	}
+	// With a bad configuration.
+	bad := e.write(t, "bad-operator.yml", e.badConfigs()["two credentials"])
+	for _, args := range runs {
+		runCmd(t, tr, strings.Join(args, " ")+" (bad configuration)", append([]string{"--config.file=" + bad, "--log.level=debug"}, args...)...)
+	}
+}
+
+func excerpt(text, s string) string {
+	i := strings.Index(text, s)
+	from, to := max(i-200, 0), min(i+len(s)+200, len(text))
+	return text[from:to]
+}

@@ -1,0 +1,328 @@
+package main
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/duix-exporter/duix_exporter/simulator"
+)
+
+// The exporter's own endpoints, driven through the binary: TLS and basic
+// auth from --web.config.file, the bounds on requests, the server
+// timeouts and the graceful shutdown.
+
+// selfSigned writes a certificate for 127.0.0.1 and localhost and its key
+// to dir and returns their paths and a pool trusting the certificate.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		Subject:               pkix.Name{CommonName: "duix_exporter test"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
+		DNSNames:              []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+// launch runs the binary on a free loopback port with args and waits until
+// ready reports true.
+func launch(t *testing.T, ready func(p *process) bool, args ...string) *process {
+	t.Helper()
+	addr := freeAddr(t)
+	p := &process{logs: &syncBuffer{}, url: "http://" + addr, done: make(chan error, 1)}
+	p.cmd = exec.Command(binary, append([]string{"--web.listen-address=" + addr}, args...)...)
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	require.NoError(t, p.cmd.Start())
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() { p.stop(t) })
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("exporter exited early: %v\n%s", err, p.logs)
+		default:
+		}
+		if ready(p) {
+			return p
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("exporter not ready after 10s:\n%s", p.logs)
+	return nil
+}
+
+func TestWebConfigTLSAndBasicAuth(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	certFile, keyFile, pool := selfSigned(t, dir)
+	const user, password = "prometheus", "web-test-password-3f9a"
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	require.NoError(t, err)
+	webConfig := filepath.Join(dir, "web.yml")
+	require.NoError(t, os.WriteFile(webConfig, []byte(fmt.Sprintf(
+		"tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  %s: %s\n",
+		certFile, keyFile, user, hash)), 0o600))
+
+	trusting := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	defer trusting.CloseIdleConnections()
+	get := func(p *process, path string, auth bool, pw string) (int, http.Header, string, error) {
+		req, err := http.NewRequest(http.MethodGet, strings.Replace(p.url, "http://", "https://", 1)+path, nil)
+		require.NoError(t, err)
+		if auth {
+			req.SetBasicAuth(user, pw)
+		}
+		resp, err := trusting.Do(req)
+		if err != nil {
+			return 0, nil, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(b), err
+	}
+	p := launch(t, func(p *process) bool {
+		code, _, _, err := get(p, "/-/ready", true, password)
+		return err == nil && code == http.StatusOK
+	}, "--demo", "--web.config.file="+webConfig)
+
+	// The right credentials over TLS.
+	code, _, body, err := get(p, "/metrics", true, password)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `duix_up{app="support-desk"} 1`)
+	code, _, body, err = get(p, "/probe?app=museum-guide", true, password)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `duix_up{app="museum-guide"}`)
+
+	// No credentials, or wrong ones: 401 everywhere, nothing served.
+	for _, path := range []string{"/metrics", "/probe?app=museum-guide", "/", "/-/healthy"} {
+		code, hdr, body, err := get(p, path, false, "")
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusUnauthorized, code, path)
+		assert.Contains(t, hdr.Get("WWW-Authenticate"), "Basic", path)
+		assert.NotContains(t, body, "duix_", path)
+		code, _, body, err = get(p, path, true, password+"x")
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusUnauthorized, code, path+" with a wrong password")
+		assert.NotContains(t, body, "duix_", path)
+	}
+	resp, err := http.Post(strings.Replace(p.url, "http://", "https://", 1)+"/-/reload", "", nil)
+	if err == nil { // the default client does not trust the certificate
+		resp.Body.Close()
+		t.Errorf("an untrusted certificate was accepted")
+	}
+
+	// Plain HTTP is refused: the TLS listener answers 400 and serves
+	// nothing.
+	plain, err := http.Get(p.url + "/metrics")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(plain.Body)
+	plain.Body.Close()
+	assert.Equal(t, http.StatusBadRequest, plain.StatusCode)
+	assert.NotContains(t, string(b), "duix_")
+
+	// /probe accepts configured names only.
+	for _, q := range []string{"?app=unknown-app", "?app=", "", "?app=support-desk&app=sales-avatar", "?target=https://example.com"} {
+		code, _, body, err := get(p, "/probe"+q, true, password)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusBadRequest, code, q)
+		assert.NotContains(t, body, "duix_up", q)
+	}
+	assert.NotContains(t, p.logs.String(), password)
+	assert.NotContains(t, p.logs.String(), string(hash))
+}
+
+func TestServerBounds(t *testing.T) {
+	srv := newServer(http.NotFoundHandler())
+	assert.Equal(t, readHeaderTimeout, srv.ReadHeaderTimeout)
+	assert.Equal(t, idleTimeout, srv.IdleTimeout)
+	assert.Equal(t, maxHeaderBytes, srv.MaxHeaderBytes)
+	assert.Positive(t, srv.ReadHeaderTimeout)
+	assert.Positive(t, srv.IdleTimeout)
+	assert.LessOrEqual(t, srv.MaxHeaderBytes, 1<<20)
+	assert.LessOrEqual(t, shutdownTimeout, 30*time.Second)
+}
+
+func readyPlain(p *process) bool {
+	resp, err := http.Get(p.url + "/-/ready")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func TestRequestLimits(t *testing.T) {
+	t.Parallel()
+	p := launch(t, readyPlain, "--demo")
+	addr := strings.TrimPrefix(p.url, "http://")
+
+	t.Run("a 1 MiB header gets 431", func(t *testing.T) {
+		t.Parallel()
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
+		go func() {
+			// The server answers before it has read all of this, and
+			// hangs up: the write may fail.
+			_, _ = fmt.Fprintf(conn, "GET /metrics HTTP/1.1\r\nHost: %s\r\nX-Big: %s\r\n\r\n", addr, strings.Repeat("a", 1<<20))
+		}()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusRequestHeaderFieldsTooLarge, resp.StatusCode)
+	})
+
+	t.Run("a body is not read", func(t *testing.T) {
+		t.Parallel()
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
+		const size = 256 << 20
+		sent := make(chan int64, 1)
+		go func() {
+			w := bufio.NewWriter(conn)
+			fmt.Fprintf(w, "POST /-/reload HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", addr, size)
+			n, _ := io.CopyN(w, zeros{}, size)
+			_ = w.Flush()
+			sent <- n
+		}()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		// The server hangs up instead of reading the rest: the writer
+		// stops long before 256 MiB (socket buffers hold a few MiB).
+		n := <-sent
+		assert.Less(t, n, int64(64<<20), "bytes the server accepted")
+	})
+
+	t.Run("headers that never end are cut off", func(t *testing.T) {
+		t.Parallel()
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		bound := readHeaderTimeout + 10*time.Second
+		require.NoError(t, conn.SetDeadline(time.Now().Add(bound)))
+		_, err = fmt.Fprintf(conn, "GET /metrics HTTP/1.1\r\nHost: %s\r\n", addr)
+		require.NoError(t, err)
+		closed := make(chan error, 1)
+		go func() {
+			_, err := io.ReadAll(conn) // nil at EOF
+			closed <- err
+		}()
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case err := <-closed:
+				// Closed by the server (EOF, or a reset after our last
+				// writes), not by our deadline.
+				var ne net.Error
+				require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server kept the connection beyond %s: %v", bound, err)
+				return
+			case <-tick.C:
+				// One more header line, never the empty line that ends
+				// them. Once the server has closed, writes may fail.
+				_, _ = fmt.Fprintf(conn, "X-Drip-%d: x\r\n", i)
+			}
+		}
+	})
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+func TestSIGTERMStopsWithinTheBound(t *testing.T) {
+	t.Parallel()
+	// A platform that never answers, and a scrape waiting on it.
+	sim := simulator.New()
+	sim.AddApp(simulator.App{ID: "1", Key: "web-test-key-0001", Allowance: 1})
+	sim.SetLatency("", "", time.Hour)
+	base, closeSim, err := sim.Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	defer closeSim()
+	cfg := filepath.Join(t.TempDir(), "duix.yml")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(
+		"api:\n  base_url: %q\n  timeout: 1h\napps:\n  - name: slow\n    app_id: \"1\"\n    app_key: web-test-key-0001\n", base)), 0o600))
+	p := launch(t, readyPlain, "--config.file="+cfg)
+
+	scrape := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(p.url + "/metrics")
+		if err == nil {
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		scrape <- err
+	}()
+	require.Eventually(t, func() bool { return sim.Requests(simulator.EndpointConcurrency) > 0 }, 10*time.Second, 20*time.Millisecond)
+
+	start := time.Now()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-p.done:
+		p.done <- err
+		took := time.Since(start)
+		assert.NoError(t, err, "exit status 0")
+		t.Logf("stopped %s after SIGTERM with a scrape in flight (bound %s)", took.Round(10*time.Millisecond), shutdownTimeout)
+	case <-time.After(shutdownTimeout + 5*time.Second):
+		_ = p.cmd.Process.Kill()
+		t.Fatalf("still running %s after SIGTERM:\n%s", shutdownTimeout+5*time.Second, p.logs)
+	}
+	select {
+	case <-scrape: // cut off or answered: either way it ended
+	case <-time.After(5 * time.Second):
+		t.Error("the in-flight scrape did not end with the process")
+	}
+	assert.Contains(t, p.logs.String(), "Shutting down")
+}
