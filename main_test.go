@@ -78,8 +78,22 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// startExporter runs the binary with args and waits until it is ready.
+// startExporter runs the binary with args and waits until /-/ready answers.
 func startExporter(t *testing.T, args ...string) *process {
+	t.Helper()
+	return launch(t, func(p *process) bool {
+		resp, err := http.Get(p.url + "/-/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, args...)
+}
+
+// launch runs the binary on a free loopback port with args and waits until
+// ready reports true.
+func launch(t *testing.T, ready func(p *process) bool, args ...string) *process {
 	t.Helper()
 	addr := freeAddr(t)
 	p := &process{logs: &syncBuffer{}, url: "http://" + addr, done: make(chan error, 1)}
@@ -96,11 +110,8 @@ func startExporter(t *testing.T, args ...string) *process {
 			t.Fatalf("exporter exited early: %v\n%s", err, p.logs)
 		default:
 		}
-		if resp, err := http.Get(p.url + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
+		if ready(p) {
+			return p
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -16,7 +16,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -64,34 +63,6 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.
 	pool = x509.NewCertPool()
 	pool.AddCert(cert)
 	return certFile, keyFile, pool
-}
-
-// launch runs the binary on a free loopback port with args and waits until
-// ready reports true.
-func launch(t *testing.T, ready func(p *process) bool, args ...string) *process {
-	t.Helper()
-	addr := freeAddr(t)
-	p := &process{logs: &syncBuffer{}, url: "http://" + addr, done: make(chan error, 1)}
-	p.cmd = exec.Command(binary, append([]string{"--web.listen-address=" + addr}, args...)...)
-	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-	require.NoError(t, p.cmd.Start())
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() { p.stop(t) })
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("exporter exited early: %v\n%s", err, p.logs)
-		default:
-		}
-		if ready(p) {
-			return p
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("exporter not ready after 10s:\n%s", p.logs)
-	return nil
 }
 
 func TestWebConfigTLSAndBasicAuth(t *testing.T) {
