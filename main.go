@@ -4,8 +4,10 @@
 package main
 
 import (
+	_ "embed"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
@@ -14,6 +16,12 @@ import (
 
 const exporterName = "duix_exporter"
 
+// releaseVersion is the version of this tree, used when the build did not
+// set one with -ldflags (go build, go install).
+//
+//go:embed VERSION
+var releaseVersion string
+
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
@@ -21,6 +29,9 @@ func main() {
 // run parses the command line and runs the chosen command; it returns the
 // process exit code.
 func run(args []string) int {
+	if version.Version == "" {
+		version.Version = strings.TrimSpace(releaseVersion)
+	}
 	app := kingpin.New(exporterName, "Prometheus exporter for apps on the Duix digital-human platform (OpenAPI v2).")
 	app.Version(version.Print(exporterName))
 	app.HelpFlag.Short('h')

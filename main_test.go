@@ -323,3 +323,11 @@ func TestReloadKeepsTheRunningConfigWhenTheNewOneIsBad(t *testing.T) {
 	assert.Equal(t, http.StatusMethodNotAllowed, code)
 	assert.NotContains(t, p.logs.String(), "KEY-reload-test", "keys never reach the logs")
 }
+
+func TestVersionWithoutLdflagsComesFromTheTree(t *testing.T) {
+	want, err := os.ReadFile("VERSION")
+	require.NoError(t, err)
+	out, err := exec.Command(binary, "--version").CombinedOutput()
+	require.NoError(t, err)
+	assert.Contains(t, string(out), "version "+strings.TrimSpace(string(want)))
+}
