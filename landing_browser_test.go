@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
 )
 
 // artifactDir receives files for people to look at after a test run.
@@ -31,7 +33,7 @@ func runChromium(t *testing.T, chromium, url string, args ...string) string {
 	}, args...)
 	cmd := exec.CommandContext(ctx, chromium, append(all, url)...)
 	cmd.WaitDelay = 5 * time.Second
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	require.NoError(t, err, "chromium %v:\n%s", args, stderr.String())

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -13,7 +12,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +20,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
 )
 
 // These tests drive the real binary, built once by TestMain.
@@ -45,28 +45,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// syncBuffer collects a process's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type process struct {
 	cmd  *exec.Cmd
 	url  string
-	logs *syncBuffer
+	logs *syncbuf.Buffer
 	done chan error
 }
 
@@ -96,7 +78,7 @@ func startExporter(t *testing.T, args ...string) *process {
 func launch(t *testing.T, ready func(p *process) bool, args ...string) *process {
 	t.Helper()
 	addr := freeAddr(t)
-	p := &process{logs: &syncBuffer{}, url: "http://" + addr, done: make(chan error, 1)}
+	p := &process{logs: &syncbuf.Buffer{}, url: "http://" + addr, done: make(chan error, 1)}
 	p.cmd = exec.Command(binary, append([]string{"--web.listen-address=" + addr}, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	require.NoError(t, p.cmd.Start())

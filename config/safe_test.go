@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
 )
 
 const (
@@ -41,24 +42,6 @@ apps:
 `
 )
 
-// syncBuffer is a bytes.Buffer safe for use by a logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func writeConfig(t *testing.T, path, content string) {
 	t.Helper()
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
@@ -71,7 +54,7 @@ func TestSafeConfigReload(t *testing.T) {
 	sc.now = func() time.Time { return clock }
 
 	var (
-		logs  syncBuffer
+		logs  syncbuf.Buffer
 		calls []*Config
 	)
 	logger := log.NewLogfmtLogger(&logs)

@@ -14,7 +14,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -37,6 +36,8 @@ import (
 	"time"
 
 	"github.com/duix-exporter/duix_exporter/simulator"
+
+	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
 )
 
 type options struct {
@@ -252,7 +253,7 @@ func writeConfig(path, base string, apps []app) error {
 type exporter struct {
 	cmd  *exec.Cmd
 	url  string
-	logs *syncBuffer
+	logs *syncbuf.Buffer
 	done chan error
 }
 
@@ -263,7 +264,7 @@ func startExporter(ctx context.Context, binary, cfgPath string, scrapers int) (*
 	}
 	addr := l.Addr().String()
 	_ = l.Close()
-	e := &exporter{url: "http://" + addr, logs: &syncBuffer{}, done: make(chan error, 1)}
+	e := &exporter{url: "http://" + addr, logs: &syncbuf.Buffer{}, done: make(chan error, 1)}
 	// Every scraper must be served at once: the default limit (40) would
 	// answer 503 to the others, as it should.
 	e.cmd = exec.Command(binary, "--config.file="+cfgPath, "--web.listen-address="+addr, // #nosec G204 -- the binary under test, named on our command line
@@ -319,23 +320,6 @@ func (e *exporter) rss() (int64, error) {
 		}
 	}
 	return 0, errors.New("no VmRSS in /proc status")
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func newClient(o options) *http.Client {
