@@ -445,28 +445,19 @@ func (c *Client) Conversation(ctx context.Context, id string) (*Conversation, er
 // getObject calls an endpoint whose data is one object; null data is an
 // error.
 func getObject[T any](ctx context.Context, c *Client, endpoint string, query url.Values) (*T, error) {
-	var (
-		out  T
-		null bool
-	)
+	var out *T // stays nil when data is null
 	_, err := c.do(ctx, endpoint, query, func(dec *json.Decoder) error {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return err
-		}
-		if string(raw) == "null" {
-			null = true
-			return nil
-		}
-		return strictUnmarshal(raw, &out)
+		// Decoded in place, without a copy of the raw value: a large body
+		// costs the decoder's buffer and no more.
+		return dec.Decode(&out)
 	})
 	if err != nil {
 		return nil, err
 	}
-	if null {
+	if out == nil {
 		return nil, &DecodeError{Endpoint: endpoint, Err: errors.New("data is null")}
 	}
-	return &out, nil
+	return out, nil
 }
 
 // StopSession closes an active session (GET /sessionStop?uuid=). An unknown
@@ -484,13 +475,4 @@ func (c *Client) StopSession(ctx context.Context, sessionID string) (*StopResult
 		msg = env.Msg
 	}
 	return &StopResult{Code: string(env.Code), Message: msg, Data: data}, nil
-}
-
-// strictUnmarshal decodes an object, failing on wrong value types but
-// ignoring unknown fields (the platform may add some at any time).
-func strictUnmarshal(raw json.RawMessage, v any) error {
-	if len(raw) == 0 || raw[0] != '{' {
-		return fmt.Errorf("data is not an object: %s", snippet(raw))
-	}
-	return json.Unmarshal(raw, v)
 }
