@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -21,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duix-exporter/duix_exporter/internal/readme"
 	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
 )
 
@@ -153,23 +152,12 @@ type dtoFamily struct{ values map[string]float64 }
 // documentedMetrics reads the metric names from README's metrics table.
 func documentedMetrics(t *testing.T) []string {
 	t.Helper()
-	f, err := os.Open("README.md")
+	metrics, err := readme.Metrics("README.md")
 	require.NoError(t, err)
-	defer f.Close()
-	re := regexp.MustCompile("^\\| `([a-z_]+)`")
-	var names []string
-	inTable := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "## ") {
-			inTable = line == "## Metrics"
-		}
-		if m := re.FindStringSubmatch(line); inTable && m != nil {
-			names = append(names, m[1])
-		}
+	names := make([]string, len(metrics))
+	for i, m := range metrics {
+		names[i] = m.Name
 	}
-	require.NotEmpty(t, names, "README has a metrics table under '## Metrics'")
 	return names
 }
 

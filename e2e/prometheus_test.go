@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/duix-exporter/duix_exporter/simulator"
 
+	"github.com/duix-exporter/duix_exporter/internal/readme"
 	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
 )
 
@@ -107,8 +107,8 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	t.Run("every documented metric has series", func(t *testing.T) {
 		p.t = t
 		for _, m := range documentedMetrics(t) {
-			name := m.name
-			if m.kind == "histogram" {
+			name := m.Name
+			if m.Type == "histogram" {
 				name += "_bucket"
 			}
 			p.waitFor("series of "+name, func() (bool, string) {
@@ -322,30 +322,13 @@ func shippedRuleNames(t *testing.T) []string {
 	return names
 }
 
-type metric struct{ name, kind string }
-
 // documentedMetrics reads the metric names and types from README's
 // metrics table.
-func documentedMetrics(t *testing.T) []metric {
+func documentedMetrics(t *testing.T) []readme.Metric {
 	t.Helper()
-	f, err := os.Open(readmeFile)
+	metrics, err := readme.Metrics(readmeFile)
 	require.NoError(t, err)
-	defer f.Close()
-	re := regexp.MustCompile("^\\| `([a-z_]+)` \\| ([a-z]+) \\|")
-	var out []metric
-	inTable := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "## ") {
-			inTable = line == "## Metrics"
-		}
-		if m := re.FindStringSubmatch(line); inTable && m != nil {
-			out = append(out, metric{m[1], m[2]})
-		}
-	}
-	require.NotEmpty(t, out, "README has a metrics table under '## Metrics'")
-	return out
+	return metrics
 }
 
 // dashboard is what the test needs of the Grafana dashboard.

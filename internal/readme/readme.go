@@ -1,0 +1,48 @@
+// Package readme reads the facts README.md documents, so that tests can
+// hold the code to them.
+package readme
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"regexp"
+	"strings"
+)
+
+// Metric is one row of the README's metrics table.
+type Metric struct {
+	Name string // e.g. duix_up
+	Type string // gauge, counter, histogram
+}
+
+var metricRow = regexp.MustCompile("^\\| `([a-z_:]+)` \\| ([a-z]+) \\|")
+
+// Metrics returns the rows of the table under the "## Metrics" heading of
+// the README at path.
+func Metrics(path string) ([]Metric, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Metric
+	inSection := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "## ") {
+			inSection = line == "## Metrics"
+		}
+		if m := metricRow.FindStringSubmatch(line); inSection && m != nil {
+			out = append(out, Metric{Name: m[1], Type: m[2]})
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, errors.New(path + ": no metrics table under '## Metrics'")
+	}
+	return out, nil
+}
