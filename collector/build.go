@@ -71,11 +71,7 @@ func newBuilder(apps int) *builder {
 }
 
 func (b *builder) sample(fam int, labels ...*dto.LabelPair) *dto.Metric {
-	if len(b.metrics) == 0 {
-		b.metrics = make([]dto.Metric, slab)
-	}
-	m := &b.metrics[0]
-	b.metrics = b.metrics[1:]
+	m := take(&b.metrics)
 	if len(b.labels) < len(labels) {
 		b.labels = make([]*dto.LabelPair, max(slab, len(labels)))
 	}
@@ -87,35 +83,32 @@ func (b *builder) sample(fam int, labels ...*dto.LabelPair) *dto.Metric {
 }
 
 func (b *builder) value(v float64) *float64 {
-	if len(b.values) == 0 {
-		b.values = make([]float64, slab)
-	}
-	p := &b.values[0]
-	b.values = b.values[1:]
+	p := take(&b.values)
 	*p = v
 	return p
 }
 
 func (b *builder) gauge(fam int, v float64, labels ...*dto.LabelPair) {
-	m := b.sample(fam, labels...)
-	if len(b.gauges) == 0 {
-		b.gauges = make([]dto.Gauge, slab)
-	}
-	g := &b.gauges[0]
-	b.gauges = b.gauges[1:]
+	g := take(&b.gauges)
 	g.Value = b.value(v)
-	m.Gauge = g
+	b.sample(fam, labels...).Gauge = g
 }
 
 func (b *builder) counter(fam int, v float64, labels ...*dto.LabelPair) {
-	m := b.sample(fam, labels...)
-	if len(b.counters) == 0 {
-		b.counters = make([]dto.Counter, slab)
-	}
-	c := &b.counters[0]
-	b.counters = b.counters[1:]
+	c := take(&b.counters)
 	c.Value = b.value(v)
-	m.Counter = c
+	b.sample(fam, labels...).Counter = c
+}
+
+// take hands out the next element of a slab, allocating a new slab when
+// the current one is used up.
+func take[T any](s *[]T) *T {
+	if len(*s) == 0 {
+		*s = make([]T, slab)
+	}
+	p := &(*s)[0]
+	*s = (*s)[1:]
+	return p
 }
 
 // add appends an app's samples; apps must be added in name order.

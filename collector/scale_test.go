@@ -50,9 +50,7 @@ func TestConcurrentScrapesOfManyAppsMakeOneCallPerEndpointPerApp(t *testing.T) {
 	const n = 60
 	apps := manyApps(n)
 	e := newEnv(t, apps...)
-	cfg := *e.cfg
-	cfg.API.MaxConcurrency = 4 // the calls queue: the second scrape finds most of them not even started
-	require.NoError(t, e.exp.Apply(&cfg))
+	setMaxConcurrency(t, e, 4) // the calls queue: the second scrape finds most of them not even started
 	e.sim.SetLatency("", "", 20*time.Millisecond)
 	h := e.exp.MetricsHandler(collector.HandlerOpts{Gatherer: e.reg})
 
@@ -236,9 +234,7 @@ func TestMaxConcurrencyBoundsCallsAcrossScrapes(t *testing.T) {
 func TestOutOfTimeScrapeOfManyQueuedAppsAnswersPromptly(t *testing.T) {
 	apps := manyApps(40)
 	e := newEnv(t, apps...)
-	cfg := *e.cfg
-	cfg.API.MaxConcurrency = 2
-	require.NoError(t, e.exp.Apply(&cfg))
+	setMaxConcurrency(t, e, 2)
 	e.sim.SetLatency("", "", 3*time.Second)
 	h := e.exp.MetricsHandler(collector.HandlerOpts{TimeoutOffset: 500 * time.Millisecond})
 
@@ -338,9 +334,7 @@ func TestConcurrentProtobufScrapes(t *testing.T) {
 func TestOutOfTimeScrapeDoesNotWaitForCallsOfALongerScrape(t *testing.T) {
 	apps := manyApps(3)
 	e := newEnv(t, apps...)
-	cfg := *e.cfg
-	cfg.API.MaxConcurrency = 1
-	require.NoError(t, e.exp.Apply(&cfg))
+	setMaxConcurrency(t, e, 1)
 	e.sim.SetLatency("", "", 2*time.Second)
 	h := e.exp.MetricsHandler(collector.HandlerOpts{TimeoutOffset: 500 * time.Millisecond})
 
@@ -369,4 +363,13 @@ func TestOutOfTimeScrapeDoesNotWaitForCallsOfALongerScrape(t *testing.T) {
 	for app, v := range up {
 		assert.Equal(t, "0", v, app)
 	}
+}
+
+// setMaxConcurrency applies the environment's configuration with another
+// api.max_concurrency.
+func setMaxConcurrency(t *testing.T, e *env, n int) {
+	t.Helper()
+	cfg := *e.cfg
+	cfg.API.MaxConcurrency = n
+	require.NoError(t, e.exp.Apply(&cfg))
 }
