@@ -40,12 +40,13 @@ func (c *testClock) advance(d time.Duration) {
 }
 
 type env struct {
-	sim *simulator.Simulator
-	srv *httptest.Server
-	cfg *config.Config
-	exp *collector.Exporter
-	reg *prometheus.Registry
-	clk *testClock
+	sim  *simulator.Simulator
+	gate *gate
+	srv  *httptest.Server
+	cfg  *config.Config
+	exp  *collector.Exporter
+	reg  *prometheus.Registry
+	clk  *testClock
 }
 
 type appDef struct {
@@ -54,40 +55,80 @@ type appDef struct {
 	convs         []string
 }
 
+// newEnv serves apps from a simulator, behind a gate that is open.
 func newEnv(t *testing.T, apps ...appDef) *env {
+	e := newGatedEnv(t, apps...)
+	e.gate.release()
+	return e
+}
+
+// newGatedEnv is newEnv with the gate closed: no call is answered until
+// the test releases it.
+func newGatedEnv(t *testing.T, apps ...appDef) *env {
 	t.Helper()
 	sim := simulator.New()
-	srv := httptest.NewServer(sim)
+	g := newGate(sim)
+	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
+	t.Cleanup(g.release)
 	cfg := &config.Config{API: config.DefaultAPI}
 	cfg.API.BaseURL = srv.URL + simulator.BasePath
-	cfg.API.Timeout = model.Duration(2 * time.Second)
+	cfg.API.Timeout = model.Duration(time.Minute)
 	for _, a := range apps {
 		sim.AddApp(simulator.App{ID: a.id, Key: a.key, CorpID: "corp-" + a.name, Allowance: a.allowance})
 		for i, c := range a.convs {
 			require.NoError(t, sim.AddConversation(a.id, simulator.NewConversation(c, "conv "+c, i+2)))
 		}
-		cfg.Apps = append(cfg.Apps, config.App{Name: a.name, AppID: a.id, AppKey: "",
+		cfg.Apps = append(cfg.Apps, config.App{Name: a.name, AppID: a.id, AppKey: configSecret(a.key),
 			TokenTTL: model.Duration(30 * time.Minute), Conversations: a.convs})
-		cfg.Apps[len(cfg.Apps)-1].AppKey = configSecret(a.key)
 	}
 	reg := prometheus.NewRegistry()
 	clk := &testClock{t: fixedNow}
 	exp := collector.New(collector.Options{Metrics: client.NewMetrics(reg), Now: clk.now})
 	require.NoError(t, exp.Register(reg))
 	require.NoError(t, exp.Apply(cfg))
-	return &env{sim: sim, srv: srv, cfg: cfg, exp: exp, reg: reg, clk: clk}
+	return &env{sim: sim, gate: g, srv: srv, cfg: cfg, exp: exp, reg: reg, clk: clk}
 }
 
 func (e *env) collector(names ...string) prometheus.Collector {
 	return e.exp.Collector(context.Background(), names...)
 }
 
-var appMetrics = []string{
-	"duix_up", "duix_app_concurrency_limit", "duix_app_concurrency_in_use", "duix_app_active_sessions",
-	"duix_app_info", "duix_conversation_max_concurrent", "duix_conversation_info",
-	"duix_conversation_active_sessions", "duix_conversation_last_refresh_timestamp_seconds",
+// scrapeText serves one scrape of the named apps (all when none) and
+// returns its text exposition.
+func (e *env) scrapeText(t *testing.T, ctx context.Context, names ...string) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	handlerFor(e.exp, nil, 0, names...).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil).WithContext(ctx))
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	return rec.Body.String()
 }
+
+// shared returns duix_exporter_shared_fetches_total{how}.
+func (e *env) shared(how string) float64 {
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		return -1
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "duix_exporter_shared_fetches_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == how {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+const (
+	helpUp       = "# HELP duix_up 1 when both getconcurrentNumber and getconcurrentList answered successfully for the app in this scrape, else 0.\n# TYPE duix_up gauge\n"
+	helpInUse    = "# HELP duix_app_concurrency_in_use Concurrency in use by the app: userConcurrentNumber of getconcurrentNumber.\n# TYPE duix_app_concurrency_in_use gauge\n"
+	helpSessions = "# HELP duix_app_active_sessions Active (in-call) sessions of the app: the number of entries in the data of getconcurrentList.\n# TYPE duix_app_active_sessions gauge\n"
+	helpErrors   = "# HELP duix_scrape_errors_total Failed calls to the platform for the app (any endpoint), by reason: timeout, http, api, decode, auth, network, rate_limited. A series appears with the first failure of its reason.\n# TYPE duix_scrape_errors_total counter\n"
+)
 
 func TestExpositionForAKnownState(t *testing.T) {
 	e := newEnv(t,
@@ -118,9 +159,8 @@ duix_app_concurrency_limit{app="beta"} 3
 # TYPE duix_app_info gauge
 duix_app_info{app="alpha",app_id="app-alpha",corp_id="corp-alpha"} 1
 duix_app_info{app="beta",app_id="app-beta",corp_id="corp-beta"} 1
-# HELP duix_conversation_active_sessions Active sessions per conversation: entries of getconcurrentList whose record names the conversation (conversationId); 0 for configured conversations without any.
+# HELP duix_conversation_active_sessions Active sessions of a configured conversation: entries of getconcurrentList whose record names it (conversationId).
 # TYPE duix_conversation_active_sessions gauge
-duix_conversation_active_sessions{app="alpha",conversation_id="a-unlisted"} 1
 duix_conversation_active_sessions{app="alpha",conversation_id="a1"} 2
 duix_conversation_active_sessions{app="alpha",conversation_id="a2"} 1
 # HELP duix_conversation_info Facts about a configured conversation, value 1: conversationName, language, detailDto.modelName and detailDto.ttsName of getConversationById.
@@ -140,40 +180,48 @@ duix_conversation_max_concurrent{app="alpha",conversation_id="a2"} 3
 duix_up{app="alpha"} 1
 duix_up{app="beta"} 1
 `
-	require.NoError(t, testutil.CollectAndCompare(e.collector(), strings.NewReader(expected), appMetrics...))
-	// Scrape duration is present for each app.
+	names := []string{"duix_up", "duix_app_concurrency_limit", "duix_app_concurrency_in_use", "duix_app_active_sessions",
+		"duix_app_info", "duix_conversation_max_concurrent", "duix_conversation_info",
+		"duix_conversation_active_sessions", "duix_conversation_last_refresh_timestamp_seconds",
+		"duix_scrape_errors_total", "duix_app_rate_limited_until_timestamp_seconds"}
+	require.NoError(t, testutil.CollectAndCompare(e.collector(), strings.NewReader(expected), names...))
 	n, err := testutil.GatherAndCount(gathererOf(e.collector()), "duix_scrape_duration_seconds")
 	require.NoError(t, err)
-	assert.Equal(t, 2, n)
-	// Error counters start at zero for every endpoint the app uses.
-	require.NoError(t, testutil.CollectAndCompare(e.collector(), strings.NewReader(
-		errorsExposition(map[string][]string{
-			"alpha": {client.EndpointConversation, client.EndpointConcurrency, client.EndpointSessions},
-			"beta":  {client.EndpointConcurrency, client.EndpointSessions},
-		}, nil)), "duix_scrape_errors_total"))
-}
-
-// errorsExposition renders duix_scrape_errors_total for the apps' endpoints
-// and every reason: 0, except the series named in counts
-// ("app/endpoint/reason").
-func errorsExposition(apps map[string][]string, counts map[string]int) string {
-	var b strings.Builder
-	b.WriteString("# HELP duix_scrape_errors_total Failed calls to the platform, by app, endpoint and reason (timeout, http, api, decode, auth, network, rate_limited).\n")
-	b.WriteString("# TYPE duix_scrape_errors_total counter\n")
-	for app, endpoints := range apps {
-		for _, ep := range endpoints {
-			for _, r := range client.Reasons {
-				fmt.Fprintf(&b, "duix_scrape_errors_total{app=%q,endpoint=%q,reason=%q} %d\n", app, ep, r, counts[app+"/"+ep+"/"+r])
-			}
-		}
-	}
-	return b.String()
+	assert.Equal(t, 2, n, "scrape duration of each app")
 }
 
 func gathererOf(c prometheus.Collector) prometheus.Gatherer {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	return reg
+}
+
+// TestSeriesDependOnTheConfigurationAlone: a healthy app costs 6 series,
+// each configured conversation 4 more, whatever the platform names in its
+// session records.
+func TestSeriesDependOnTheConfigurationAlone(t *testing.T) {
+	e := newEnv(t,
+		appDef{"alpha", "app-alpha", "key-alpha", 5000, []string{"a1", "a2"}},
+		appDef{"beta", "app-beta", "key-beta", 5000, nil},
+	)
+	for i := range 2000 {
+		_, err := e.sim.ForceSession("app-alpha", fmt.Sprintf("unconfigured-%d", i))
+		require.NoError(t, err)
+		_, err = e.sim.ForceSession("app-beta", fmt.Sprintf("other-%d", i))
+		require.NoError(t, err)
+	}
+	_, err := e.sim.ForceSession("app-alpha", "a1")
+	require.NoError(t, err)
+	for range 2 {
+		n, err := testutil.GatherAndCount(gathererOf(e.collector()))
+		require.NoError(t, err)
+		assert.Equal(t, 2*6+2*4, n)
+	}
+	body := e.scrapeText(t, context.Background())
+	assert.Contains(t, body, `duix_conversation_active_sessions{app="alpha",conversation_id="a1"} 1`)
+	assert.Contains(t, body, `duix_app_active_sessions{app="alpha"} 2001`)
+	assert.NotContains(t, body, "unconfigured-")
+	assert.NotContains(t, body, "other-")
 }
 
 func TestOneFaultyAppDoesNotTouchTheOthers(t *testing.T) {
@@ -185,123 +233,48 @@ func TestOneFaultyAppDoesNotTouchTheOthers(t *testing.T) {
 	require.NoError(t, err)
 	e.sim.SetFault("app-bad", simulator.EndpointConcurrency, simulator.Fault{Kind: simulator.FaultHTML502})
 
-	expected := `
-# HELP duix_up 1 when both getconcurrentNumber and getconcurrentList answered successfully for the app in this scrape, else 0.
-# TYPE duix_up gauge
-duix_up{app="bad"} 0
+	expected := helpUp + `duix_up{app="bad"} 0
 duix_up{app="good"} 1
-# HELP duix_app_concurrency_in_use Concurrency in use by the app: userConcurrentNumber of getconcurrentNumber.
-# TYPE duix_app_concurrency_in_use gauge
-duix_app_concurrency_in_use{app="good"} 1
-# HELP duix_app_active_sessions Active (in-call) sessions of the app: the number of entries in the data of getconcurrentList.
-# TYPE duix_app_active_sessions gauge
-duix_app_active_sessions{app="bad"} 0
+` + helpInUse + `duix_app_concurrency_in_use{app="good"} 1
+` + helpSessions + `duix_app_active_sessions{app="bad"} 0
 duix_app_active_sessions{app="good"} 1
 `
-	endpoints := []string{client.EndpointConcurrency, client.EndpointSessions}
-	apps := map[string][]string{"good": endpoints, "bad": endpoints}
 	for scrape := 1; scrape <= 2; scrape++ {
 		// The counter keeps counting across scrapes; nothing else changes.
-		errs := errorsExposition(apps, map[string]int{"bad/getconcurrentNumber/http": scrape})
+		errs := helpErrors + fmt.Sprintf("duix_scrape_errors_total{app=\"bad\",reason=\"http\"} %d\n", scrape)
 		require.NoError(t, testutil.CollectAndCompare(e.collector(), strings.NewReader(expected+errs),
 			"duix_up", "duix_app_concurrency_in_use", "duix_app_active_sessions", "duix_scrape_errors_total"), "scrape %d", scrape)
 	}
 }
 
-func TestScrapeTimeoutGivesUpZeroWithReasonTimeout(t *testing.T) {
-	e := newEnv(t,
-		appDef{"fast", "app-fast", "key-fast", 5, nil},
-		appDef{"slow", "app-slow", "key-slow", 5, nil},
+func TestDeadlineGivesUpZeroWithReasonTimeout(t *testing.T) {
+	e := newGatedEnv(t,
+		appDef{"a", "app-a", "key-a", 5, nil},
+		appDef{"b", "app-b", "key-b", 5, nil},
 	)
-	e.sim.SetLatency("app-slow", "", 5*time.Second)
-	h := e.exp.MetricsHandler(collector.HandlerOpts{Gatherer: e.reg, TimeoutOffset: 500 * time.Millisecond})
-	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "1")
-	rec := httptest.NewRecorder()
-	start := time.Now()
-	h.ServeHTTP(rec, req)
-	elapsed := time.Since(start)
-	assert.Less(t, elapsed, time.Second, "answers before Prometheus' own timeout")
-	assert.Equal(t, http.StatusOK, rec.Code)
-	body := rec.Body.String()
-	assert.Contains(t, body, `duix_up{app="fast"} 1`)
-	assert.Contains(t, body, `duix_up{app="slow"} 0`)
-	assert.Contains(t, body, `duix_scrape_errors_total{app="slow",endpoint="getconcurrentNumber",reason="timeout"} 1`)
-	assert.Contains(t, body, `duix_api_requests_total`, "process-wide metrics are served alongside")
+	// The platform never answers: only the scrape's own deadline ends it.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	body := e.scrapeText(t, ctx)
+	assert.Contains(t, body, `duix_up{app="a"} 0`)
+	assert.Contains(t, body, `duix_up{app="b"} 0`)
+	// The requester that ran out of time was the flights' last: their two
+	// calls each count as a timeout.
+	assert.Contains(t, body, `duix_scrape_errors_total{app="a",reason="timeout"} 2`)
+	assert.Contains(t, body, `duix_scrape_errors_total{app="b",reason="timeout"} 2`)
 }
 
-func TestBadScrapeTimeoutHeaderIsRefused(t *testing.T) {
-	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, nil})
-	h := e.exp.MetricsHandler(collector.HandlerOpts{})
-	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "soon")
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	assert.Equal(t, http.StatusBadRequest, rec.Code)
-}
-
-func TestProbe(t *testing.T) {
+func TestProbeFetchesOnlyItsApp(t *testing.T) {
 	e := newEnv(t,
 		appDef{"one", "app-one", "key-one", 5, nil},
 		appDef{"two", "app-two", "key-two", 5, nil},
 	)
-	h := e.exp.ProbeHandler(collector.HandlerOpts{Gatherer: e.reg})
-	get := func(q string) *httptest.ResponseRecorder {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/probe"+q, nil))
-		return rec
-	}
-	rec := get("?app=two")
-	require.Equal(t, http.StatusOK, rec.Code)
-	assert.Contains(t, rec.Body.String(), `duix_up{app="two"} 1`)
-	assert.NotContains(t, rec.Body.String(), `app="one"`)
-	assert.NotContains(t, rec.Body.String(), "go_goroutines", "only the app's metrics")
+	body := e.scrapeText(t, context.Background(), "two")
+	assert.Contains(t, body, `duix_up{app="two"} 1`)
+	assert.NotContains(t, body, `app="one"`)
 	assert.Equal(t, int64(0), e.sim.RequestsFor("app-one", simulator.EndpointConcurrency))
-
-	for _, q := range []string{"", "?app=", "?app=three", "?app=one&app=two", "?target=http://evil.example"} {
-		rec := get(q)
-		assert.Equal(t, http.StatusBadRequest, rec.Code, q)
-		body, _ := io.ReadAll(rec.Body)
-		assert.Contains(t, string(body), "app", q)
-	}
-}
-
-func TestConcurrentScrapesShareUpstreamCalls(t *testing.T) {
-	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, nil})
-	e.sim.SetLatency("", "", 200*time.Millisecond)
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := testutil.GatherAndCount(gathererOf(e.collector()), "duix_up")
-			assert.NoError(t, err)
-		}()
-	}
-	wg.Wait()
-	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointConcurrency))
-	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointSessions))
-	assert.Equal(t, 1.0, testutil.ToFloat64(sharedCounter(t, e.reg, "in_flight")))
-}
-
-func sharedCounter(t *testing.T, g prometheus.Gatherer, how string) prometheus.Collector {
-	t.Helper()
-	mfs, err := g.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != "duix_exporter_shared_fetches_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == "how" && lp.GetValue() == how {
-					return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "x", Help: "x"}, func() float64 { return m.GetCounter().GetValue() })
-				}
-			}
-		}
-	}
-	t.Fatalf("no shared fetches counter for %s", how)
-	return nil
+	assert.False(t, e.exp.HasApp("three"))
+	assert.True(t, e.exp.HasApp("one"))
 }
 
 func TestMinIntervalReusesResults(t *testing.T) {
@@ -310,20 +283,18 @@ func TestMinIntervalReusesResults(t *testing.T) {
 	cfg.API.MinInterval = model.Duration(time.Hour)
 	require.NoError(t, e.exp.Apply(&cfg))
 	for range 3 {
-		_, err := testutil.GatherAndCount(gathererOf(e.collector()), "duix_up")
-		require.NoError(t, err)
+		e.scrapeText(t, context.Background())
 	}
 	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointConcurrency))
-	assert.Equal(t, 2.0, testutil.ToFloat64(sharedCounter(t, e.reg, "cached")))
+	assert.Equal(t, 2.0, e.shared("cached"))
+	e.clk.advance(time.Hour)
+	e.scrapeText(t, context.Background())
+	assert.Equal(t, int64(2), e.sim.Requests(simulator.EndpointConcurrency))
 }
 
 func TestConversationDetailsAreCachedAndKeptOnFailure(t *testing.T) {
 	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, []string{"c1"}})
-	scrape := func() string {
-		rec := httptest.NewRecorder()
-		e.exp.ProbeHandler(collector.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/probe?app=a", nil))
-		return rec.Body.String()
-	}
+	scrape := func() string { return e.scrapeText(t, context.Background(), "a") }
 	body := scrape()
 	assert.Contains(t, body, `duix_conversation_max_concurrent{app="a",conversation_id="c1"} 2`)
 	e.clk.advance(4 * time.Minute)
@@ -338,7 +309,7 @@ func TestConversationDetailsAreCachedAndKeptOnFailure(t *testing.T) {
 	assert.Equal(t, int64(2), e.sim.Requests(simulator.EndpointConversation))
 	assert.Contains(t, body, `duix_conversation_max_concurrent{app="a",conversation_id="c1"} 2`)
 	assert.Contains(t, body, `duix_conversation_last_refresh_timestamp_seconds{app="a",conversation_id="c1"} 1.8e+09`)
-	assert.Contains(t, body, `duix_scrape_errors_total{app="a",endpoint="getConversationById",reason="http"} 1`)
+	assert.Contains(t, body, `duix_scrape_errors_total{app="a",reason="http"} 1`)
 	assert.Contains(t, body, `duix_up{app="a"} 1`, "a conversation failure does not mark the app down")
 
 	// A failed refresh is retried after a minute, not after the full period.
@@ -353,61 +324,57 @@ func TestConversationDetailsAreCachedAndKeptOnFailure(t *testing.T) {
 
 func TestRetryAfterMarksAppRateLimited(t *testing.T) {
 	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, nil})
+	setMaxConcurrency(t, e, 1) // one call at a time: getconcurrentNumber, then getconcurrentList
 	e.sim.SetFault("app-a", simulator.EndpointConcurrency, simulator.Fault{Kind: simulator.FaultRateLimit429, RetryAfter: time.Hour, Times: 1})
-	for range 2 {
-		_, err := testutil.GatherAndCount(gathererOf(e.collector()), "duix_up")
-		require.NoError(t, err)
-	}
-	expected := `
-# HELP duix_up 1 when both getconcurrentNumber and getconcurrentList answered successfully for the app in this scrape, else 0.
-# TYPE duix_up gauge
-duix_up{app="a"} 0
-`
-	require.NoError(t, testutil.CollectAndCompare(e.collector(), strings.NewReader(expected), "duix_up"))
+	e.scrapeText(t, context.Background())
+	body := e.scrapeText(t, context.Background())
+	assert.Contains(t, body, `duix_up{app="a"} 0`)
 	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointConcurrency), "no call while Retry-After applies")
-	body := scrapeText(t, e.collector())
-	// One 429 and three refusals without a call (two scrapes, the compare
-	// and this one).
-	assert.Contains(t, body, `duix_scrape_errors_total{app="a",endpoint="getconcurrentNumber",reason="rate_limited"} 4`)
+	// One 429, then three refusals without a call.
+	assert.Contains(t, body, `duix_scrape_errors_total{app="a",reason="rate_limited"} 4`)
 	assert.Contains(t, body, `duix_app_rate_limited_until_timestamp_seconds{app="a"}`)
 }
 
-func scrapeText(t *testing.T, c prometheus.Collector) string {
+func TestReloadKeepsStateOfUnchangedApps(t *testing.T) {
+	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, []string{"c1"}}, appDef{"b", "app-b", "key-b", 5, nil})
+	e.sim.SetFault("app-a", simulator.EndpointSessions, simulator.Fault{Kind: simulator.FaultHTTP500, Times: 1})
+	e.scrapeText(t, context.Background())
+	require.NoError(t, e.exp.Apply(e.cfg))
+	body := e.scrapeText(t, context.Background())
+	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointConversation), "conversation details survive a reload")
+	assert.Contains(t, body, `duix_scrape_errors_total{app="a",reason="http"} 1`, "error counts survive a reload")
+
+	// An app that leaves the configuration leaves with its state.
+	cfg := *e.cfg
+	cfg.Apps = cfg.Apps[1:]
+	require.NoError(t, e.exp.Apply(&cfg))
+	assert.False(t, e.exp.HasApp("a"))
+	assert.NotContains(t, e.scrapeText(t, context.Background()), `app="a"`)
+	require.NoError(t, e.exp.Apply(e.cfg))
+	assert.NotContains(t, e.scrapeText(t, context.Background()), `reason="http"`, "a returning app starts afresh")
+}
+
+func TestStatuses(t *testing.T) {
+	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, nil}, appDef{"b", "app-b", "key-b", 7, nil})
+	e.sim.SetFault("app-b", simulator.EndpointSessions, simulator.Fault{Kind: simulator.FaultHTTP500})
+	st := e.exp.Statuses()
+	require.Len(t, st, 2)
+	assert.Equal(t, collector.Status{Name: "a", AppID: "app-a"}, st[0], "nothing known before a scrape")
+	e.scrapeText(t, context.Background())
+	st = e.exp.Statuses()
+	assert.True(t, st[0].Up)
+	assert.Equal(t, int64(5), st[0].Limit)
+	assert.True(t, st[0].HasSessions)
+	assert.False(t, st[1].Up)
+	assert.Equal(t, int64(7), st[1].Limit)
+	assert.False(t, st[1].HasSessions)
+	assert.True(t, strings.HasPrefix(st[1].LastError, "http: "), st[1].LastError)
+}
+
+// readAll reads a response body for a test.
+func readAll(t *testing.T, r io.Reader) string {
 	t.Helper()
-	srv := httptest.NewServer(promhttpFor(c))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(r)
 	require.NoError(t, err)
 	return string(b)
-}
-
-func TestReloadKeepsStateOfUnchangedApps(t *testing.T) {
-	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, []string{"c1"}})
-	_, err := testutil.GatherAndCount(gathererOf(e.collector()), "duix_up")
-	require.NoError(t, err)
-	require.NoError(t, e.exp.Apply(e.cfg))
-	_, err = testutil.GatherAndCount(gathererOf(e.collector()), "duix_up")
-	require.NoError(t, err)
-	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointConversation), "conversation details survive a reload")
-	assert.Equal(t, []string{"a"}, e.exp.AppNames())
-}
-
-func TestConcurrentScrapeLimitIsShared(t *testing.T) {
-	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, nil})
-	e.sim.SetLatency("", "", 300*time.Millisecond)
-	h := e.exp.MetricsHandler(collector.HandlerOpts{MaxRequestsInFlight: 1})
-	first := make(chan int)
-	go func() {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-		first <- rec.Code
-	}()
-	require.Eventually(t, func() bool { return e.sim.Requests(simulator.EndpointConcurrency) == 1 }, 5*time.Second, 5*time.Millisecond)
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	assert.Equal(t, http.StatusServiceUnavailable, rec.Code, "a second scrape while the first is in flight")
-	assert.Equal(t, http.StatusOK, <-first)
 }

@@ -2,12 +2,9 @@ package collector
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-kit/log"
@@ -125,9 +122,8 @@ func (e *Exporter) handler(o HandlerOpts, pick func(*http.Request) ([]string, in
 	})
 }
 
-// scrapeGatherer gathers one scrape: the apps' families, then the
-// process-wide ones (after the apps: their calls update the client
-// metrics), merged in name order.
+// scrapeGatherer gathers one scrape: the apps' metrics from a registry
+// made for the request, then the process-wide ones.
 type scrapeGatherer struct {
 	e       *Exporter
 	ctx     context.Context
@@ -137,23 +133,15 @@ type scrapeGatherer struct {
 
 // Gather implements prometheus.TransactionalGatherer.
 func (g *scrapeGatherer) Gather() ([]*dto.MetricFamily, func(), error) {
-	mfs := g.e.gather(g.ctx, g.names)
-	if g.process == nil {
-		return mfs, func() {}, nil
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(g.e.Collector(g.ctx, g.names...)); err != nil {
+		return nil, func() {}, err
 	}
-	pmfs, err := g.process.Gather()
-	seen := make(map[string]bool, len(mfs))
-	for _, mf := range mfs {
-		seen[mf.GetName()] = true
+	gs := prometheus.Gatherers{reg}
+	if g.process != nil {
+		gs = append(gs, g.process)
 	}
-	for _, mf := range pmfs {
-		if seen[mf.GetName()] {
-			err = errors.Join(err, fmt.Errorf("metric family %q is both per app and process-wide; the process-wide one is left out", mf.GetName()))
-			continue
-		}
-		mfs = append(mfs, mf)
-	}
-	slices.SortFunc(mfs, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+	mfs, err := gs.Gather()
 	return mfs, func() {}, err
 }
 

@@ -1,0 +1,54 @@
+package collector
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// The metrics of a scrape, one descriptor each, declared once. Each HELP
+// text names the platform field the value comes from (see
+// docs/platform-api.md). Series per app: duix_up, the two concurrency
+// figures, active sessions, info and scrape duration (6 for a healthy app);
+// one errors series per reason that has occurred; the rate-limit deadline
+// while it applies. Each configured conversation adds at most 4.
+var (
+	upDesc = prometheus.NewDesc("duix_up",
+		"1 when both getconcurrentNumber and getconcurrentList answered successfully for the app in this scrape, else 0.",
+		[]string{"app"}, nil)
+	limitDesc = prometheus.NewDesc("duix_app_concurrency_limit",
+		"Concurrency allowance of the app: totalConcurrentNumber of getconcurrentNumber.",
+		[]string{"app"}, nil)
+	inUseDesc = prometheus.NewDesc("duix_app_concurrency_in_use",
+		"Concurrency in use by the app: userConcurrentNumber of getconcurrentNumber.",
+		[]string{"app"}, nil)
+	activeSessionsDesc = prometheus.NewDesc("duix_app_active_sessions",
+		"Active (in-call) sessions of the app: the number of entries in the data of getconcurrentList.",
+		[]string{"app"}, nil)
+	appInfoDesc = prometheus.NewDesc("duix_app_info",
+		"Facts about the app, value 1: app_id from the configuration, corp_id from cropId of getconcurrentNumber (last value seen).",
+		[]string{"app", "app_id", "corp_id"}, nil)
+	scrapeDurationDesc = prometheus.NewDesc("duix_scrape_duration_seconds",
+		"Wall time of the app's calls to the platform (getconcurrentNumber, getconcurrentList and any conversation refresh, made concurrently) whose result this scrape reports.",
+		[]string{"app"}, nil)
+	scrapeErrorsDesc = prometheus.NewDesc("duix_scrape_errors_total",
+		"Failed calls to the platform for the app (any endpoint), by reason: timeout, http, api, decode, auth, network, rate_limited. A series appears with the first failure of its reason.",
+		[]string{"app", "reason"}, nil)
+	rateLimitedUntilDesc = prometheus.NewDesc("duix_app_rate_limited_until_timestamp_seconds",
+		"Until when the platform asked (HTTP 429 Retry-After) not to be called for the app; only present while it applies.",
+		[]string{"app"}, nil)
+	conversationMaxDesc = prometheus.NewDesc("duix_conversation_max_concurrent",
+		"Maximum concurrent conversations of a configured conversation: maxConversation of getConversationById (last good value).",
+		[]string{"app", "conversation_id"}, nil)
+	conversationInfoDesc = prometheus.NewDesc("duix_conversation_info",
+		"Facts about a configured conversation, value 1: conversationName, language, detailDto.modelName and detailDto.ttsName of getConversationById.",
+		[]string{"app", "conversation_id", "language", "model_name", "name", "tts_name"}, nil)
+	conversationRefreshDesc = prometheus.NewDesc("duix_conversation_last_refresh_timestamp_seconds",
+		"When the details of a configured conversation were last fetched successfully from getConversationById.",
+		[]string{"app", "conversation_id"}, nil)
+	conversationSessionsDesc = prometheus.NewDesc("duix_conversation_active_sessions",
+		"Active sessions of a configured conversation: entries of getconcurrentList whose record names it (conversationId).",
+		[]string{"app", "conversation_id"}, nil)
+)
+
+// descs lists every descriptor of a scrape, for Describe.
+var descs = []*prometheus.Desc{
+	upDesc, limitDesc, inUseDesc, activeSessionsDesc, appInfoDesc, scrapeDurationDesc, scrapeErrorsDesc,
+	rateLimitedUntilDesc, conversationMaxDesc, conversationInfoDesc, conversationRefreshDesc, conversationSessionsDesc,
+}

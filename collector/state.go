@@ -1,0 +1,239 @@
+package collector
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/duix-exporter/duix_exporter/client"
+)
+
+// result is one fetch of an app: what getconcurrentNumber and
+// getconcurrentList answered.
+type result struct {
+	started  time.Time // when the calls began, by the exporter's clock
+	begun    time.Time // the same, by the monotonic clock
+	duration time.Duration
+	conc     *client.Concurrency
+	concErr  error
+	sessions int
+	// perConv counts the sessions of each configured conversation; other
+	// conversation IDs are not kept, so its size is bounded by the
+	// configuration.
+	perConv map[string]int
+	sessErr error
+}
+
+func (r *result) up() bool { return r.concErr == nil && r.sessErr == nil }
+
+func (r *result) firstErr() error {
+	if r.concErr != nil {
+		return r.concErr
+	}
+	return r.sessErr
+}
+
+// conversation is the last known details of a configured conversation.
+type conversation struct {
+	id          string
+	known       bool // details were fetched once
+	maxConv     int  // maxConversation
+	name        string
+	language    string
+	modelName   string
+	ttsName     string
+	refreshed   time.Time // last success
+	lastAttempt time.Time
+	lastErr     error
+}
+
+// appState is what outlives a scrape for one app: the last result, the
+// conversation details and the error counts. It is kept across reloads
+// while the app's name and app_id stay the same.
+type appState struct {
+	name, appID string
+
+	mu            sync.Mutex
+	c             *client.Client
+	conversations []*conversation // in ID order
+	errs          map[string]uint64
+	last          *result
+	corpID        string
+}
+
+func newAppState(name, appID string) *appState {
+	return &appState{name: name, appID: appID, errs: map[string]uint64{}}
+}
+
+func (st *appState) client() *client.Client {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.c
+}
+
+// configure sets the client and the watched conversations, keeping the
+// details already known of conversations that stay.
+func (st *appState) configure(c *client.Client, ids []string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.c = c
+	kept := make([]*conversation, 0, len(ids))
+	for _, id := range ids {
+		cv := st.conversation(id)
+		if cv == nil {
+			cv = &conversation{id: id}
+		}
+		kept = append(kept, cv)
+	}
+	slices.SortFunc(kept, func(a, b *conversation) int { return strings.Compare(a.id, b.id) })
+	st.conversations = kept
+}
+
+// conversation returns the configured conversation with that ID, or nil.
+// Callers hold st.mu.
+func (st *appState) conversation(id string) *conversation {
+	i, found := slices.BinarySearchFunc(st.conversations, id, func(cv *conversation, id string) int { return strings.Compare(cv.id, id) })
+	if !found {
+		return nil
+	}
+	return st.conversations[i]
+}
+
+// conversationIDs lists the configured conversations, in ID order.
+func (st *appState) conversationIDs() []string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	ids := make([]string, len(st.conversations))
+	for i, cv := range st.conversations {
+		ids[i] = cv.id
+	}
+	return ids
+}
+
+// due returns the conversations whose details are due for a refresh; with
+// claim, it marks them attempted, so that concurrent fetches do not repeat
+// them. A failed refresh is retried after min(retry, refresh).
+func (st *appState) due(now time.Time, refresh, retry time.Duration, claim bool) []string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var due []string
+	for _, cv := range st.conversations {
+		switch {
+		case cv.lastAttempt.IsZero():
+		case cv.lastErr != nil && now.Sub(cv.lastAttempt) >= min(retry, refresh):
+		case now.Sub(cv.refreshed) >= refresh && now.Sub(cv.lastAttempt) >= min(retry, refresh):
+		default:
+			continue
+		}
+		if claim {
+			cv.lastAttempt = now
+		}
+		due = append(due, cv.id)
+	}
+	return due
+}
+
+// recordConversation keeps the outcome of a conversation refresh: the
+// details on success (only what is exported: the record is large), the
+// last good details and an error count on failure.
+func (st *appState) recordConversation(id string, details *client.Conversation, err error, now time.Time) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err != nil {
+		st.errs[client.Reason(err)]++
+	}
+	cv := st.conversation(id)
+	if cv == nil {
+		return // no longer configured
+	}
+	cv.lastErr = err
+	if err == nil {
+		cv.known, cv.maxConv, cv.refreshed = true, details.MaxConversation, now
+		cv.name, cv.language = details.ConversationName, details.Language
+		cv.modelName, cv.ttsName = details.DetailDto.ModelName, details.DetailDto.TtsName
+	}
+}
+
+// record keeps a landed fetch and counts its failed calls.
+func (st *appState) record(r *result) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.last = r
+	if r.concErr != nil {
+		st.errs[client.Reason(r.concErr)]++
+	} else if r.conc != nil {
+		st.corpID = r.conc.CropID
+	}
+	if r.sessErr != nil {
+		st.errs[client.Reason(r.sessErr)]++
+	}
+}
+
+// countTimeouts counts n calls that ran out of time.
+func (st *appState) countTimeouts(n int) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.errs[client.ReasonTimeout] += uint64(n)
+}
+
+func (st *appState) lastResult() *result {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.last
+}
+
+// view is a consistent copy of what a scrape exports of an app's state.
+type view struct {
+	corpID        string
+	errs          map[string]uint64
+	conversations []conversation
+}
+
+func (st *appState) view() view {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	v := view{corpID: st.corpID, errs: make(map[string]uint64, len(st.errs)), conversations: make([]conversation, len(st.conversations))}
+	for k, n := range st.errs {
+		v.errs[k] = n
+	}
+	for i, cv := range st.conversations {
+		v.conversations[i] = *cv
+	}
+	return v
+}
+
+// Status is what the exporter last learnt about an app, for people.
+type Status struct {
+	Name           string
+	AppID          string
+	LastScrape     time.Time
+	Duration       time.Duration
+	Up             bool
+	InUse, Limit   int64
+	HasConcurrency bool
+	ActiveSessions int
+	HasSessions    bool
+	LastError      string
+}
+
+func (st *appState) status() Status {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s := Status{Name: st.name, AppID: st.appID}
+	r := st.last
+	if r == nil {
+		return s
+	}
+	s.LastScrape, s.Duration, s.Up = r.started, r.duration, r.up()
+	if r.conc != nil {
+		s.InUse, s.Limit, s.HasConcurrency = r.conc.UserConcurrentNumber, r.conc.TotalConcurrentNumber, true
+	}
+	if r.sessErr == nil {
+		s.ActiveSessions, s.HasSessions = r.sessions, true
+	}
+	if err := r.firstErr(); err != nil {
+		s.LastError = client.Reason(err) + ": " + err.Error()
+	}
+	return s
+}
