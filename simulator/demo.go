@@ -73,13 +73,16 @@ func NewDemo() (*Simulator, []DemoApp) {
 	return s, apps
 }
 
-// Churn changes the sessions of every app until ctx is done: at each tick
-// of every, it starts or ends one session per app, drifting towards a
-// target level that is re-drawn now and then between 0 and the allowance
-// (so the allowance is reached from time to time, never exceeded). New
-// sessions are spread over the app's conversations. A nil rng is replaced
-// by a randomly seeded one; rng is used by Churn only and must not be
-// shared with other goroutines.
+// Churn makes calls start and end on every app until ctx is done, with
+// lengths like real calls: at each tick of every, an app may start one
+// session, which lasts 20 to 200 ticks (1 to 10 minutes at the 3 s of the
+// simulator command); about one session in 40 never ends (a kiosk that did
+// not hang up), at most one per app at a time. The rate of new calls drifts
+// towards a target level re-drawn now and then between 0 and the
+// allowance, so the allowance is reached from time to time, never
+// exceeded. New sessions are spread over the app's conversations. A nil
+// rng is replaced by a randomly seeded one; rng is used by Churn only and
+// must not be shared with other goroutines.
 func (s *Simulator) Churn(ctx context.Context, every time.Duration, rng *rand.Rand) {
 	if every <= 0 {
 		every = time.Second
@@ -87,54 +90,109 @@ func (s *Simulator) Churn(ctx context.Context, every time.Duration, rng *rand.Ra
 	if rng == nil {
 		rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())) // #nosec G404 -- simulated session churn, not a secret
 	}
-	targets := make(map[string]int)
+	c := churn{s: s, rng: rng, apps: map[string]*churnApp{}}
 	t := time.NewTicker(every)
 	defer t.Stop()
-	for {
+	for tick := 0; ; tick++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 		for _, id := range s.appIDs() {
-			s.churnApp(id, rng, targets)
+			c.step(id, tick)
 		}
 	}
 }
 
-func (s *Simulator) churnApp(appID string, rng *rand.Rand, targets map[string]int) {
-	st := s.app(appID)
+// Lengths of churned calls, in ticks.
+const (
+	churnMinTicks  = 20
+	churnMaxTicks  = 200
+	churnMeanTicks = (churnMinTicks + churnMaxTicks) / 2
+	churnStuckOdds = 40 // one new call in this many never ends
+)
+
+type churn struct {
+	s    *Simulator
+	rng  *rand.Rand
+	apps map[string]*churnApp
+}
+
+// churnApp is what Churn plans for one app: a target level, and the tick
+// at which each of its calls ends (-1: never).
+type churnApp struct {
+	target int
+	ends   map[string]int
+	stuck  string // the session that never ends, if any
+}
+
+func (c *churn) step(appID string, tick int) {
+	st := c.s.app(appID)
 	if st == nil {
 		return
 	}
+	a := c.apps[appID]
+	if a == nil {
+		a = &churnApp{target: -1, ends: map[string]int{}}
+		c.apps[appID] = a
+	}
+	// Calls that are due end; sessions ended by someone else are forgotten;
+	// sessions Churn did not start (the demo's first ones, or an operator's)
+	// get a length of their own.
+	active := map[string]bool{}
+	for _, ss := range st.list() {
+		active[ss.ID] = true
+		end, planned := a.ends[ss.ID]
+		switch {
+		case !planned:
+			a.ends[ss.ID] = tick + churnMinTicks + c.rng.IntN(churnMaxTicks-churnMinTicks+1)
+		case end >= 0 && end <= tick:
+			st.end(ss.ID)
+			delete(active, ss.ID)
+		}
+	}
+	for id := range a.ends {
+		if !active[id] {
+			delete(a.ends, id)
+			if a.stuck == id {
+				a.stuck = ""
+			}
+		}
+	}
 	allowance := st.settings.Load().Allowance
-	target, ok := targets[appID]
-	if !ok || target > allowance || rng.IntN(8) == 0 {
-		if allowance <= 0 {
-			target = 0
-		} else if rng.IntN(4) == 0 {
-			target = allowance
-		} else {
-			target = rng.IntN(allowance + 1)
+	if a.target < 0 || a.target > allowance || c.rng.IntN(churnMeanTicks) == 0 {
+		switch {
+		case allowance <= 0:
+			a.target = 0
+		case c.rng.IntN(4) == 0:
+			a.target = allowance
+		default:
+			a.target = c.rng.IntN(allowance + 1)
 		}
-		targets[appID] = target
 	}
-	inUse := st.inUse()
-	start := inUse < target
-	if inUse == target || rng.IntN(5) == 0 { // some noise around the target
-		start = rng.IntN(2) == 0
+	// Calls end at about inUse/mean per tick: below the target, start
+	// more than that, so that the level follows the target closely.
+	inUse := len(active)
+	p := 1.0 / churnMeanTicks
+	if inUse < a.target {
+		p = float64(16*(a.target-inUse+1)) / churnMeanTicks
 	}
-	if start && inUse < allowance {
-		convs := st.conversationIDs()
-		conv := ""
-		if len(convs) > 0 {
-			conv = convs[rng.IntN(len(convs))]
-		}
-		_, _ = s.StartSession(appID, conv)
+	if inUse >= allowance || c.rng.Float64() >= p {
 		return
 	}
-	if sessions := st.list(); len(sessions) > 0 {
-		st.end(sessions[rng.IntN(len(sessions))].ID)
+	convs := st.conversationIDs()
+	conv := ""
+	if len(convs) > 0 {
+		conv = convs[c.rng.IntN(len(convs))]
+	}
+	id, err := c.s.StartSession(appID, conv)
+	if err != nil {
+		return
+	}
+	a.ends[id] = tick + churnMinTicks + c.rng.IntN(churnMaxTicks-churnMinTicks+1)
+	if a.stuck == "" && c.rng.IntN(churnStuckOdds) == 0 {
+		a.ends[id], a.stuck = -1, id
 	}
 }
 

@@ -223,21 +223,27 @@ func (st *appState) conversationIDs() []string {
 // has as many active sessions as its allowance, ErrAllowanceExhausted. The
 // conversation ID is not checked against the app's conversations.
 func (s *Simulator) StartSession(appID, conversationID string) (string, error) {
-	return s.startSession(appID, conversationID, true)
+	return s.startSession(appID, conversationID, s.now(), true)
 }
 
 // ForceSession is StartSession without the allowance check, so that the
 // number of active sessions can exceed the allowance.
 func (s *Simulator) ForceSession(appID, conversationID string) (string, error) {
-	return s.startSession(appID, conversationID, false)
+	return s.startSession(appID, conversationID, s.now(), false)
 }
 
-func (s *Simulator) startSession(appID, conversationID string, limit bool) (string, error) {
+// StartSessionAt is StartSession with the start time the session's record
+// carries: a session started hours ago (by a kiosk that never hung up, say)
+// can be made at once.
+func (s *Simulator) StartSessionAt(appID, conversationID string, start time.Time) (string, error) {
+	return s.startSession(appID, conversationID, start, true)
+}
+
+func (s *Simulator) startSession(appID, conversationID string, start time.Time, limit bool) (string, error) {
 	st := s.app(appID)
 	if st == nil {
 		return "", ErrUnknownApp
 	}
-	start := s.now()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if limit && len(st.active) >= st.settings.Load().Allowance {
