@@ -75,11 +75,16 @@ bench-go: ## The Go benchmarks, allocations reported.
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # The reference run: 1000 apps, 20 ms upstream latency, max_concurrency
-# 64, 5 scrapes. LOAD_FLAGS=-no-fail reports without failing.
+# 64, 5 scrapes; `duix_exporter simulator` serves the apps in a process of
+# its own. LOAD_FLAGS=-no-fail reports without failing.
 LOAD_FLAGS ?=
 .PHONY: load
-load: build ## Scrape 1000 simulated apps and compare with the same calls made directly: wall, CPU, RSS, upstream calls.
+load: build ## Scrape 1000 simulated apps and compare with the same calls made directly: wall and CPU ratios, series, RSS, upstream calls.
 	$(GO) run ./bench/load -binary ./$(BIN) $(LOAD_FLAGS)
+
+.PHONY: load-5000
+load-5000: build ## The load run with 5000 apps (the reference for peak RSS).
+	$(GO) run ./bench/load -binary ./$(BIN) -apps 5000 $(LOAD_FLAGS)
 
 .PHONY: probe-config-test
 probe-config-test: test-deps ## promtool check config, then a real Prometheus, on the per-app and sharding examples of deploy/prometheus.

@@ -69,6 +69,7 @@ type simulatorOptions struct {
 	churn       time.Duration
 	latency     time.Duration
 	writeConfig string
+	fleet       simulator.Fleet // generated apps unless fleet.Apps is 0
 }
 
 // runSimulator implements the simulator command.
@@ -76,10 +77,17 @@ func runSimulator(o simulatorOptions, logger log.Logger) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sim, apps := simulator.NewDemo()
+	if o.fleet.Apps != 0 {
+		var err error
+		if sim, apps, err = simulator.NewFleet(o.fleet); err != nil {
+			level.Error(logger).Log("msg", "Cannot generate the apps", "err", err)
+			return 1
+		}
+	}
 	if o.latency > 0 {
 		sim.SetLatency("", "", o.latency)
 	}
-	base, closeSim, err := sim.Listen(o.listen)
+	base, closeSim, err := sim.ListenWithMetrics(o.listen)
 	if err != nil {
 		level.Error(logger).Log("msg", "Cannot listen", "address", o.listen, "err", err)
 		return 1
@@ -99,7 +107,12 @@ func runSimulator(o simulatorOptions, logger log.Logger) int {
 	for i, a := range apps {
 		names[i] = a.Name
 	}
-	level.Info(logger).Log("msg", "Simulator serving", "base_url", base, "apps", strings.Join(names, ","))
+	if o.fleet.Apps != 0 {
+		names = []string{names[0], "...", names[len(names)-1]}
+	}
+	// Load tests read base_url from this line; the simulator's own metrics
+	// (duix_simulator_requests_total) are at /metrics of the same address.
+	level.Info(logger).Log("msg", "Simulator serving", "base_url", base, "apps", strings.Join(names, ","), "app_count", len(apps))
 	<-ctx.Done()
 	return 0
 }

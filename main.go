@@ -58,6 +58,9 @@ func run(args []string) int {
 	sim.Flag("simulator.churn", "How often demo sessions start and end (0 disables).").Default("3s").DurationVar(&so.churn)
 	sim.Flag("simulator.latency", "Latency added to every answer.").Default("0s").DurationVar(&so.latency)
 	sim.Flag("simulator.write-config", "Write an exporter configuration for the demo apps to this file.").StringVar(&so.writeConfig)
+	sim.Flag("simulator.apps", "Serve this many generated apps (app-00000, app-00001, ...) instead of the demo apps, for load tests (0: the demo apps).").Default("0").IntVar(&so.fleet.Apps)
+	sim.Flag("simulator.sessions", "Active sessions per generated app.").Default("2").IntVar(&so.fleet.Sessions)
+	sim.Flag("simulator.conversations", "Conversations per generated app.").Default("1").IntVar(&so.fleet.Conversations)
 
 	ops := addOperatorCommands(app)
 

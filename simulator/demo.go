@@ -200,11 +200,16 @@ func (c *churn) step(appID string, tick int) {
 // and returns the base URL of the API (http://host:port + BasePath) and a
 // function that stops the server at once.
 func (s *Simulator) Listen(addr string) (baseURL string, closeFn func(), err error) {
+	return listen(addr, s)
+}
+
+// listen serves h as Listen does.
+func listen(addr string, h http.Handler) (baseURL string, closeFn func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, err
 	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			_ = ln.Close()

@@ -34,7 +34,9 @@
 // RequestsFor).
 //
 // NewDemo builds a small populated platform and Churn keeps its sessions
-// moving, for demonstrations; Listen serves a Simulator on a TCP address.
+// moving, for demonstrations; NewFleet builds any number of generated apps,
+// for load tests. Listen serves a Simulator on a TCP address;
+// ListenWithMetrics adds the simulator's own request counts at /metrics.
 //
 // All methods are safe for concurrent use.
 package simulator
