@@ -12,6 +12,8 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+
+	"github.com/duix-exporter/duix_exporter/internal/logging"
 )
 
 const exporterName = "duix_exporter"
@@ -66,7 +68,7 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "%s: %v, try --help\n", exporterName, err)
 		return 2
 	}
-	logger, slogger, err := newLogger(os.Stderr, o.logLevel, o.logFormat)
+	logger, slogger, err := logging.New(os.Stderr, o.logLevel, o.logFormat)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

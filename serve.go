@@ -54,7 +54,7 @@ func runServe(o serveOptions, logger log.Logger, slogger *slog.Logger) int {
 	}
 
 	level.Info(logger).Log("msg", "Starting "+exporterName, "version", version.Info())
-	level.Info(logger).Log("build_context", version.BuildContext())
+	level.Info(logger).Log("msg", "Build context", "build_context", version.BuildContext())
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
@@ -98,7 +98,7 @@ func runServe(o serveOptions, logger log.Logger, slogger *slog.Logger) int {
 		level.Error(logger).Log("msg", "Cannot build the HTTP handlers", "err", err)
 		return 1
 	}
-	srv := newServer(mux)
+	srv := newServer(mux, slogger)
 	done := make(chan error, 1)
 	go func() { done <- web.ListenAndServe(srv, o.web, slogger) }()
 	select {
@@ -131,14 +131,19 @@ const (
 	maxHeaderBytes    = 64 << 10         // larger request headers get 431
 )
 
-// newServer returns the HTTP server of the exporter's endpoints.
-func newServer(h http.Handler) *http.Server {
-	return &http.Server{
+// newServer returns the HTTP server of the exporter's endpoints; its own
+// errors (a failed TLS handshake, say) go to errorLog.
+func newServer(h http.Handler, errorLog *slog.Logger) *http.Server {
+	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 	}
+	if errorLog != nil {
+		srv.ErrorLog = slog.NewLogLogger(errorLog.Handler(), slog.LevelError)
+	}
+	return srv
 }
 
 // checkConfig implements --config.check.

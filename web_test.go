@@ -147,7 +147,7 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 }
 
 func TestServerBounds(t *testing.T) {
-	srv := newServer(http.NotFoundHandler())
+	srv := newServer(http.NotFoundHandler(), nil)
 	assert.Equal(t, readHeaderTimeout, srv.ReadHeaderTimeout)
 	assert.Equal(t, idleTimeout, srv.IdleTimeout)
 	assert.Equal(t, maxHeaderBytes, srv.MaxHeaderBytes)
