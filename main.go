@@ -4,16 +4,20 @@
 package main
 
 import (
+	"context"
 	_ "embed"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/duix-exporter/duix_exporter/internal/logging"
+	"github.com/duix-exporter/duix_exporter/operator"
 )
 
 const exporterName = "duix_exporter"
@@ -61,7 +65,7 @@ func run(args []string) int {
 	sim.Flag("simulator.latency", "Latency added to every answer.").Default("0s").DurationVar(&so.latency)
 	sim.Flag("simulator.write-config", "Write an exporter configuration for the demo apps to this file.").StringVar(&so.writeConfig)
 
-	ops := addOperatorCommands(app)
+	ops := operator.Register(app)
 
 	cmd, err := app.Parse(args)
 	if err != nil {
@@ -79,8 +83,22 @@ func run(args []string) int {
 	case sim.FullCommand():
 		return runSimulator(so, logger)
 	}
-	if code, ok := ops.run(cmd, o.configFile, logger); ok {
-		return code
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code, ok := ops.Run(ctx, cmd, operator.Env{
+		Program:    exporterName,
+		UserAgent:  userAgent(),
+		ConfigFile: o.configFile,
+		Logger:     logger,
+		Stdin:      os.Stdin,
+		Stdout:     os.Stdout,
+		Stderr:     os.Stderr,
+	})
+	if !ok {
+		return 2
 	}
-	return 2
+	return code
 }
+
+// userAgent is sent with every call to the platform.
+func userAgent() string { return exporterName + "/" + version.Version }
