@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,28 +19,47 @@ import (
 	"github.com/duix-exporter/duix_exporter/collector"
 )
 
-// DefaultScrapeTimeout bounds a scrape whose request does not carry
-// X-Prometheus-Scrape-Timeout-Seconds.
-const DefaultScrapeTimeout = 120 * time.Second
+// Bounds on the time a scrape may take.
+const (
+	// DefaultScrapeTimeout bounds a scrape whose request does not carry
+	// X-Prometheus-Scrape-Timeout-Seconds.
+	DefaultScrapeTimeout = 120 * time.Second
+	// MaxScrapeTimeout is the largest scrape timeout a request may ask for.
+	MaxScrapeTimeout = time.Hour
+	// MinScrapeTimeout is the least time a scrape must have once
+	// --scrape.timeout-offset is subtracted: less cannot make a call, and
+	// would only count errors against the platform.
+	MinScrapeTimeout = 100 * time.Millisecond
+)
 
 const timeoutHeader = "X-Prometheus-Scrape-Timeout-Seconds"
 
+// errTooShort answers a scrape timeout that leaves no time for a call.
+var errTooShort = errors.New("scrape timeout too short: at least 100ms after --scrape.timeout-offset")
+
 // scrapeTimeout returns how long a scrape may take: Prometheus' scrape
 // timeout (X-Prometheus-Scrape-Timeout-Seconds) less offset, so that a slow
-// platform yields duix_up 0 before Prometheus gives up on the scrape, or
-// DefaultScrapeTimeout without the header.
+// platform yields duix_up 0 before Prometheus gives up on the scrape (the
+// offset is not subtracted from a timeout it would use up), or
+// DefaultScrapeTimeout without the header. A value that is not a finite
+// number of seconds in (0, 3600], or that leaves less than
+// MinScrapeTimeout, is refused.
 func scrapeTimeout(h http.Header, offset time.Duration) (time.Duration, error) {
 	v := h.Get(timeoutHeader)
 	if v == "" {
 		return DefaultScrapeTimeout, nil
 	}
 	secs, err := strconv.ParseFloat(v, 64)
-	if err != nil || secs <= 0 || secs > 3600 {
-		return 0, fmt.Errorf("invalid %s %q", timeoutHeader, v)
+	if err != nil || math.IsNaN(secs) || math.IsInf(secs, 0) || secs <= 0 || secs > MaxScrapeTimeout.Seconds() {
+		return 0, fmt.Errorf("invalid %s %s: want a number of seconds greater than 0 and at most %g",
+			timeoutHeader, quoteBounded(v, 32), MaxScrapeTimeout.Seconds())
 	}
-	timeout := time.Duration(secs * float64(time.Second))
+	timeout := time.Duration(math.Round(secs * float64(time.Second)))
 	if timeout-offset > 0 {
 		timeout -= offset
+	}
+	if timeout < MinScrapeTimeout {
+		return 0, errTooShort
 	}
 	return timeout, nil
 }

@@ -81,14 +81,63 @@ func TestScrapeTimeoutGivesUpZeroWithReasonTimeout(t *testing.T) {
 
 func TestBadScrapeTimeoutHeaderIsRefused(t *testing.T) {
 	p := startPlatform(t)
-	s := serve(t, p.config, Options{})
-	for _, v := range []string{"soon", "-1", "0", "3601"} {
-		code, body := s.get(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", v)
-		assert.Equal(t, http.StatusBadRequest, code, "%.20s", v)
-		assert.Contains(t, body, "invalid X-Prometheus-Scrape-Timeout-Seconds", "%.20s", v)
-		assert.Less(t, len(body), 256, "%.20s: the answer echoes a bounded part of the header", v)
+	s := serve(t, p.config, Options{TimeoutOffset: 500 * time.Millisecond})
+	for _, v := range []string{"soon", "NaN", "nan", "+Inf", "-Inf", "Infinity", "-1", "0", "-0", "3600.5", "1e309", strings.Repeat("9", 10000)} {
+		for _, path := range []string{"/metrics", "/probe?app=museum-guide"} {
+			code, body := s.get(t, path, "X-Prometheus-Scrape-Timeout-Seconds", v)
+			assert.Equal(t, http.StatusBadRequest, code, "%.20s", v)
+			assert.Contains(t, body, "invalid X-Prometheus-Scrape-Timeout-Seconds", "%.20s", v)
+			assert.Less(t, len(body), 256, "%.20s: the answer echoes a bounded part of the header", v)
+		}
 	}
-	assert.Zero(t, p.sim.Requests(simulator.EndpointConcurrency))
+	// Too short to make a call once the offset is subtracted (it is not
+	// subtracted from a timeout it would use up).
+	for _, v := range []string{"1e-9", "0.000000001", "0.05", "0.099", "0.55"} {
+		code, body := s.get(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", v)
+		assert.Equal(t, http.StatusBadRequest, code, v)
+		assert.Equal(t, "scrape timeout too short: at least 100ms after --scrape.timeout-offset\n", body, v)
+	}
+	assert.Zero(t, p.sim.Requests(simulator.EndpointConcurrency), "a refused scrape calls nothing")
+	assert.Zero(t, p.sim.Requests(simulator.EndpointSessions))
+
+	// Nothing was counted against the platform.
+	code, body := s.get(t, "/metrics")
+	require.Equal(t, http.StatusOK, code)
+	m := samples(t, body)
+	for labels, v := range m["duix_scrape_errors_total"] {
+		assert.Zero(t, v, labels)
+	}
+	for app, v := range m["duix_up"] {
+		assert.Equal(t, 1.0, v, app)
+	}
+
+	for _, v := range []string{"0.5", "0.6", "3600"} {
+		code, _ := s.get(t, "/probe?app=museum-guide", "X-Prometheus-Scrape-Timeout-Seconds", v)
+		assert.Equal(t, http.StatusOK, code, v)
+	}
+}
+
+func TestScrapeTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		header string
+		offset time.Duration
+		want   time.Duration
+	}{
+		{"", 500 * time.Millisecond, DefaultScrapeTimeout},
+		{"10", 500 * time.Millisecond, 9500 * time.Millisecond},
+		{"0.5", 500 * time.Millisecond, 500 * time.Millisecond}, // the offset would use it all up
+		{"0.2", time.Second, 200 * time.Millisecond},
+		{"0.6", 500 * time.Millisecond, 100 * time.Millisecond},
+		{"3600", 0, time.Hour},
+	} {
+		h := http.Header{}
+		if tc.header != "" {
+			h.Set("X-Prometheus-Scrape-Timeout-Seconds", tc.header)
+		}
+		got, err := scrapeTimeout(h, tc.offset)
+		require.NoError(t, err, tc.header)
+		assert.Equal(t, tc.want, got, tc.header)
+	}
 }
 
 func TestScrapeLimitIsSharedByMetricsAndProbe(t *testing.T) {
