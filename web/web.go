@@ -29,6 +29,11 @@ type Options struct {
 	Logger        log.Logger
 }
 
+// reloadFailed answers a failed reload. The reason may quote the file,
+// which can hold credentials: it goes to the log only.
+const reloadFailed = "Reloading the configuration failed: the previous configuration stays in use. " +
+	"The exporter's log says why; duix_exporter_config_last_reload_successful stays 0 until a reload succeeds."
+
 // NewHandler returns the exporter's endpoints. process holds the
 // process-wide metrics (build info, Go and process collectors, client,
 // exporter and reload metrics) served next to every app's; reload reloads
@@ -62,7 +67,7 @@ func NewHandler(exp *collector.Exporter, process prometheus.Gatherer, reload fun
 			return
 		}
 		if err := reload(); err != nil {
-			http.Error(w, fmt.Sprintf("failed to reload config: %s", err), http.StatusInternalServerError)
+			http.Error(w, reloadFailed, http.StatusInternalServerError)
 			return
 		}
 		fmt.Fprintln(w, "Configuration reloaded")
