@@ -30,6 +30,9 @@ const (
 	// --scrape.timeout-offset is subtracted: less cannot make a call, and
 	// would only count errors against the platform.
 	MinScrapeTimeout = 100 * time.Millisecond
+	// DefaultWriteMargin is how long past its scrape's deadline an answer
+	// may take to be written; a client that reads slower is cut off.
+	DefaultWriteMargin = 10 * time.Second
 )
 
 const timeoutHeader = "X-Prometheus-Scrape-Timeout-Seconds"
@@ -84,6 +87,7 @@ type scrapeHandler struct {
 	process prometheus.Gatherer // nil: the apps' metrics only
 	slots   scrapeSlots
 	offset  time.Duration
+	margin  time.Duration // past the scrape's deadline, to write the answer
 	logger  log.Logger
 	// apps returns the apps to scrape (nil: all), or why the request is
 	// refused.
@@ -112,6 +116,13 @@ func (h *scrapeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
+	// A client that does not read the answer has until the scrape's
+	// deadline and the margin; then writes fail, this handler returns and
+	// its slot and buffers are freed, and the connection is closed.
+	deadline, _ := ctx.Deadline()
+	if err := http.NewResponseController(w).SetWriteDeadline(deadline.Add(h.margin)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		level.Warn(h.logger).Log("msg", "Cannot bound the time to write a scrape's answer", "err", err)
+	}
 
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(h.exp.Collector(ctx, names...)); err != nil {

@@ -13,10 +13,11 @@ import (
 )
 
 // Bounds on what a client of the exporter's endpoints can hold or send.
-// There is no read or write timeout: a scrape may take as long as
-// Prometheus' scrape timeout (or DefaultScrapeTimeout), and request bodies
+// There is no read timeout and no server-wide write timeout: request bodies
 // are never read (the server discards at most 256 KiB of one, then closes
-// the connection).
+// the connection), and a scrape's answer must be written by its own
+// deadline (its scrape timeout, or DefaultScrapeTimeout, plus
+// DefaultWriteMargin).
 const (
 	ReadHeaderTimeout = 10 * time.Second // a client that never finishes its headers is cut off
 	IdleTimeout       = 2 * time.Minute  // an idle keep-alive connection is closed

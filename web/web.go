@@ -26,7 +26,10 @@ type Options struct {
 	MaxRequests int
 	// TimeoutOffset is subtracted from the scrape timeout Prometheus sends.
 	TimeoutOffset time.Duration
-	Logger        log.Logger
+	// WriteMargin is how long past its scrape's deadline an answer may
+	// take to be written (0: DefaultWriteMargin).
+	WriteMargin time.Duration
+	Logger      log.Logger
 }
 
 // reloadFailed answers a failed reload. The reason may quote the file,
@@ -43,12 +46,16 @@ func NewHandler(exp *collector.Exporter, process prometheus.Gatherer, reload fun
 	if logger == nil {
 		logger = log.NewNopLogger()
 	}
+	margin := o.WriteMargin
+	if margin <= 0 {
+		margin = DefaultWriteMargin
+	}
 	var slots scrapeSlots
 	if o.MaxRequests > 0 {
 		slots = make(scrapeSlots, o.MaxRequests)
 	}
 	scrape := func(process prometheus.Gatherer, apps func(*http.Request) ([]string, error)) http.Handler {
-		return &scrapeHandler{exp: exp, process: process, slots: slots, offset: o.TimeoutOffset, logger: logger, apps: apps}
+		return &scrapeHandler{exp: exp, process: process, slots: slots, offset: o.TimeoutOffset, margin: margin, logger: logger, apps: apps}
 	}
 
 	mux := http.NewServeMux()
