@@ -4,14 +4,20 @@
 package main
 
 import (
+	"context"
 	_ "embed"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+
+	"github.com/duix-exporter/duix_exporter/internal/logging"
+	"github.com/duix-exporter/duix_exporter/operator"
 )
 
 const exporterName = "duix_exporter"
@@ -62,14 +68,14 @@ func run(args []string) int {
 	sim.Flag("simulator.sessions", "Active sessions per generated app.").Default("2").IntVar(&so.fleet.Sessions)
 	sim.Flag("simulator.conversations", "Conversations per generated app.").Default("1").IntVar(&so.fleet.Conversations)
 
-	ops := addOperatorCommands(app)
+	ops := operator.Register(app)
 
 	cmd, err := app.Parse(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v, try --help\n", exporterName, err)
 		return 2
 	}
-	logger, slogger, err := newLogger(os.Stderr, o.logLevel, o.logFormat)
+	logger, slogger, err := logging.New(os.Stderr, o.logLevel, o.logFormat)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -80,8 +86,22 @@ func run(args []string) int {
 	case sim.FullCommand():
 		return runSimulator(so, logger)
 	}
-	if code, ok := ops.run(cmd, o.configFile, logger); ok {
-		return code
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code, ok := ops.Run(ctx, cmd, operator.Env{
+		Program:    exporterName,
+		UserAgent:  userAgent(),
+		ConfigFile: o.configFile,
+		Logger:     logger,
+		Stdin:      os.Stdin,
+		Stdout:     os.Stdout,
+		Stderr:     os.Stderr,
+	})
+	if !ok {
+		return 2
 	}
-	return 2
+	return code
 }
+
+// userAgent is sent with every call to the platform.
+func userAgent() string { return exporterName + "/" + version.Version }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/duix-exporter/duix_exporter/internal/readme"
 	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
+	"github.com/duix-exporter/duix_exporter/web"
 )
 
 // These tests drive the real binary, built once by TestMain.
@@ -110,9 +111,9 @@ func (p *process) stop(t *testing.T) {
 	case err := <-p.done:
 		p.done <- err
 		assert.NoError(t, err, "exit status after SIGTERM")
-	case <-time.After(shutdownTimeout + 2*time.Second):
+	case <-time.After(web.ShutdownTimeout + 2*time.Second):
 		_ = p.cmd.Process.Kill()
-		t.Errorf("exporter did not stop within %s of SIGTERM", shutdownTimeout)
+		t.Errorf("exporter did not stop within %s of SIGTERM", web.ShutdownTimeout)
 	}
 }
 

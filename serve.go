@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,25 +15,25 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/version"
-	"github.com/prometheus/exporter-toolkit/web"
+	toolkit "github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/duix-exporter/duix_exporter/client"
 	"github.com/duix-exporter/duix_exporter/collector"
 	"github.com/duix-exporter/duix_exporter/config"
+	"github.com/duix-exporter/duix_exporter/internal/demo"
+	"github.com/duix-exporter/duix_exporter/web"
 )
 
 type serveOptions struct {
 	configFile, logLevel, logFormat string
-	web                             *web.FlagConfig
+	web                             *toolkit.FlagConfig
 	telemetryPath                   string
 	maxRequests                     int
 	timeoutOffset                   time.Duration
 	checkOnly, demo                 bool
 }
 
-// shutdownTimeout bounds a graceful shutdown.
-const shutdownTimeout = 10 * time.Second
-
+// runServe implements the serve command: the exporter.
 func runServe(o serveOptions, logger log.Logger, slogger *slog.Logger) int {
 	if o.checkOnly {
 		return checkConfig(o.configFile)
@@ -44,7 +42,7 @@ func runServe(o serveOptions, logger log.Logger, slogger *slog.Logger) int {
 	defer stop()
 
 	if o.demo {
-		path, cleanup, err := startDemo(ctx, logger)
+		path, cleanup, err := demo.Start(ctx, logger)
 		if err != nil {
 			level.Error(logger).Log("msg", "Cannot start the demo simulator", "err", err)
 			return 1
@@ -54,8 +52,9 @@ func runServe(o serveOptions, logger log.Logger, slogger *slog.Logger) int {
 	}
 
 	level.Info(logger).Log("msg", "Starting "+exporterName, "version", version.Info())
-	level.Info(logger).Log("build_context", version.BuildContext())
+	level.Info(logger).Log("msg", "Build context", "build_context", version.BuildContext())
 
+	// The process-wide metrics, served next to the apps' on /metrics.
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		versioncollector.NewCollector(exporterName),
@@ -65,7 +64,7 @@ func runServe(o serveOptions, logger log.Logger, slogger *slog.Logger) int {
 	exp := collector.New(collector.Options{
 		Logger:    logger,
 		Metrics:   client.NewMetrics(reg),
-		UserAgent: exporterName + "/" + version.Version,
+		UserAgent: userAgent(),
 	})
 	if err := exp.Register(reg); err != nil {
 		level.Error(logger).Log("msg", "Cannot register metrics", "err", err)
@@ -78,7 +77,7 @@ func runServe(o serveOptions, logger log.Logger, slogger *slog.Logger) int {
 		return 1
 	}
 
-	reload := func() error { return sc.ReloadConfig(o.configFile, logger) }
+	reload := func() error { return sc.ReloadConfig(o.configFile, logger) } // logs why it failed
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -86,59 +85,29 @@ func runServe(o serveOptions, logger log.Logger, slogger *slog.Logger) int {
 		for {
 			select {
 			case <-hup:
-				_ = reload() // logged by ReloadConfig
+				_ = reload()
 			case <-ctx.Done():
 				return
 			}
 		}
 	}()
 
-	mux, err := newMux(o, exp, reg, reload, logger)
+	h, err := web.NewHandler(exp, reg, reload, web.Options{
+		Name:          exporterName,
+		TelemetryPath: o.telemetryPath,
+		MaxRequests:   o.maxRequests,
+		TimeoutOffset: o.timeoutOffset,
+		Logger:        logger,
+	})
 	if err != nil {
 		level.Error(logger).Log("msg", "Cannot build the HTTP handlers", "err", err)
 		return 1
 	}
-	srv := newServer(mux)
-	done := make(chan error, 1)
-	go func() { done <- web.ListenAndServe(srv, o.web, slogger) }()
-	select {
-	case err := <-done:
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
-			level.Error(logger).Log("msg", "HTTP server failed", "err", err)
-			return 1
-		}
-		return 0
-	case <-ctx.Done():
-	}
-	level.Info(logger).Log("msg", "Shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		level.Warn(logger).Log("msg", "Graceful shutdown timed out", "err", err)
-		_ = srv.Close()
+	if err := web.Serve(ctx, web.NewServer(h, slogger), o.web, logger, slogger); err != nil {
+		level.Error(logger).Log("msg", "HTTP server failed", "err", err)
+		return 1
 	}
 	return 0
-}
-
-// Bounds on what a client of the exporter's endpoints can hold or send.
-// There is no read or write timeout: a scrape may take as long as
-// Prometheus' scrape timeout (or DefaultScrapeTimeout), and request bodies
-// are never read (the server discards at most 256 KiB of one, then closes
-// the connection).
-const (
-	readHeaderTimeout = 10 * time.Second // a client that never finishes its headers is cut off
-	idleTimeout       = 2 * time.Minute  // an idle keep-alive connection is closed
-	maxHeaderBytes    = 64 << 10         // larger request headers get 431
-)
-
-// newServer returns the HTTP server of the exporter's endpoints.
-func newServer(h http.Handler) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-	}
 }
 
 // checkConfig implements --config.check.
@@ -150,42 +119,4 @@ func checkConfig(path string) int {
 	}
 	fmt.Printf("SUCCESS: %s is valid: %d app(s)\n", path, len(cfg.Apps))
 	return 0
-}
-
-func newMux(o serveOptions, exp *collector.Exporter, reg prometheus.Gatherer, reload func() error, logger log.Logger) (*http.ServeMux, error) {
-	hopts := collector.HandlerOpts{
-		Gatherer:            reg,
-		TimeoutOffset:       o.timeoutOffset,
-		Logger:              logger,
-		MaxRequestsInFlight: o.maxRequests,
-	}
-	mux := http.NewServeMux()
-	mux.Handle(o.telemetryPath, exp.MetricsHandler(hopts))
-	mux.Handle("/probe", exp.ProbeHandler(hopts))
-	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "Healthy")
-	})
-	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "Ready")
-	})
-	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost && r.Method != http.MethodPut {
-			w.Header().Set("Allow", "POST, PUT")
-			http.Error(w, "This endpoint requires a POST or PUT request.", http.StatusMethodNotAllowed)
-			return
-		}
-		if err := reload(); err != nil {
-			http.Error(w, fmt.Sprintf("failed to reload config: %s", err), http.StatusInternalServerError)
-			return
-		}
-		fmt.Fprintln(w, "Configuration reloaded")
-	})
-	if o.telemetryPath != "/" && o.telemetryPath != "" {
-		landing, err := newLandingPage(o.telemetryPath, exp)
-		if err != nil {
-			return nil, err
-		}
-		mux.Handle("/", landing)
-	}
-	return mux, nil
 }

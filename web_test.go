@@ -27,6 +27,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/duix-exporter/duix_exporter/simulator"
+	"github.com/duix-exporter/duix_exporter/web"
 )
 
 // The exporter's own endpoints, driven through the binary: TLS and basic
@@ -146,17 +147,6 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 	assert.NotContains(t, p.logs.String(), string(hash))
 }
 
-func TestServerBounds(t *testing.T) {
-	srv := newServer(http.NotFoundHandler())
-	assert.Equal(t, readHeaderTimeout, srv.ReadHeaderTimeout)
-	assert.Equal(t, idleTimeout, srv.IdleTimeout)
-	assert.Equal(t, maxHeaderBytes, srv.MaxHeaderBytes)
-	assert.Positive(t, srv.ReadHeaderTimeout)
-	assert.Positive(t, srv.IdleTimeout)
-	assert.LessOrEqual(t, srv.MaxHeaderBytes, 1<<20)
-	assert.LessOrEqual(t, shutdownTimeout, 30*time.Second)
-}
-
 func readyPlain(p *process) bool {
 	resp, err := http.Get(p.url + "/-/ready")
 	if err != nil {
@@ -218,7 +208,7 @@ func TestRequestLimits(t *testing.T) {
 		conn, err := net.Dial("tcp", addr)
 		require.NoError(t, err)
 		defer conn.Close()
-		bound := readHeaderTimeout + 10*time.Second
+		bound := web.ReadHeaderTimeout + 10*time.Second
 		require.NoError(t, conn.SetDeadline(time.Now().Add(bound)))
 		_, err = fmt.Fprintf(conn, "GET /metrics HTTP/1.1\r\nHost: %s\r\n", addr)
 		require.NoError(t, err)
@@ -285,10 +275,10 @@ func TestSIGTERMStopsWithinTheBound(t *testing.T) {
 		p.done <- err
 		took := time.Since(start)
 		assert.NoError(t, err, "exit status 0")
-		t.Logf("stopped %s after SIGTERM with a scrape in flight (bound %s)", took.Round(10*time.Millisecond), shutdownTimeout)
-	case <-time.After(shutdownTimeout + 5*time.Second):
+		t.Logf("stopped %s after SIGTERM with a scrape in flight (bound %s)", took.Round(10*time.Millisecond), web.ShutdownTimeout)
+	case <-time.After(web.ShutdownTimeout + 5*time.Second):
 		_ = p.cmd.Process.Kill()
-		t.Fatalf("still running %s after SIGTERM:\n%s", shutdownTimeout+5*time.Second, p.logs)
+		t.Fatalf("still running %s after SIGTERM:\n%s", web.ShutdownTimeout+5*time.Second, p.logs)
 	}
 	select {
 	case <-scrape: // cut off or answered: either way it ended

@@ -44,7 +44,7 @@ func benchFleet(b *testing.B, n int) (*simulator.Simulator, http.Handler) {
 	exp := collector.New(collector.Options{Metrics: client.NewMetrics(reg)})
 	require.NoError(b, exp.Register(reg))
 	require.NoError(b, exp.Apply(cfg))
-	return sim, exp.MetricsHandler(collector.HandlerOpts{Gatherer: reg})
+	return sim, handlerFor(exp, reg, 0)
 }
 
 // BenchmarkScrape measures whole /metrics scrapes (upstream calls, decoding

@@ -33,6 +33,7 @@ import (
 	"github.com/duix-exporter/duix_exporter/collector"
 	"github.com/duix-exporter/duix_exporter/config"
 	"github.com/duix-exporter/duix_exporter/simulator"
+	"github.com/duix-exporter/duix_exporter/web"
 )
 
 // waitLong bounds each wait for Prometheus, far above what its 1 s
@@ -181,10 +182,9 @@ func startExporter(t *testing.T, names []string) string {
 	exp := collector.New(collector.Options{Metrics: client.NewMetrics(reg)})
 	require.NoError(t, exp.Register(reg))
 	require.NoError(t, exp.Apply(cfg))
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", exp.MetricsHandler(collector.HandlerOpts{Gatherer: reg}))
-	mux.Handle("/probe", exp.ProbeHandler(collector.HandlerOpts{}))
-	srv := httptest.NewServer(mux)
+	h, err := web.NewHandler(exp, reg, func() error { return nil }, web.Options{TelemetryPath: "/metrics"})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
 }

@@ -1,4 +1,4 @@
-package main
+package operator
 
 import (
 	"context"
@@ -158,7 +158,7 @@ type scriptGroup struct {
 }
 
 // groupScripts groups scripts by type: the named types in their order
-// (interface.md §2.7), then any other type by number.
+// (docs/platform-api.md), then any other type by number.
 func groupScripts(scripts []client.ScriptEntry) []scriptGroup {
 	byType := map[client.ScriptType][]client.ScriptEntry{}
 	for _, s := range scripts {

@@ -1,18 +1,20 @@
-package main
+package operator
 
 import (
 	"bytes"
 	"context"
-	"errors"
+	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/alecthomas/kingpin/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duix-exporter/duix_exporter/internal/demo"
+	"github.com/duix-exporter/duix_exporter/internal/logging"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -32,7 +34,7 @@ func startPlatform(t *testing.T) *platform {
 	require.NoError(t, err)
 	t.Cleanup(closeSim)
 	p := &platform{sim: sim, apps: map[string]simulator.DemoApp{}, base: base, config: filepath.Join(t.TempDir(), "duix.yml")}
-	require.NoError(t, writeDemoConfig(p.config, base, apps))
+	require.NoError(t, demo.WriteConfig(p.config, base, apps))
 	for _, a := range apps {
 		p.apps[a.Name] = a
 	}
@@ -41,38 +43,48 @@ func startPlatform(t *testing.T) *platform {
 
 func (p *platform) id(app string) string { return p.apps[app].AppID }
 
-// cliResult is what a run of the binary printed and its exit code.
+// cliResult is what a run of a command printed and its exit code.
 type cliResult struct {
 	code           int
 	stdout, stderr string
 }
 
-// runCLI runs the binary with the platform's configuration and args; stdin
-// is /dev/null unless given.
+// run runs a command with the platform's configuration and args; stdin is
+// nil (not a terminal) unless given.
 func (p *platform) run(t *testing.T, stdin *os.File, args ...string) cliResult {
 	t.Helper()
-	return runBinary(t, stdin, append([]string{"--config.file=" + p.config}, args...)...)
+	return runCommand(t, stdin, append([]string{"--config.file=" + p.config}, args...)...)
 }
 
-func runBinary(t *testing.T, stdin *os.File, args ...string) cliResult {
+// runCommand parses args as the binary does (its --config.file and
+// --log.level flags, and the operator commands) and runs the command.
+func runCommand(t *testing.T, stdin *os.File, args ...string) cliResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if stdin != nil {
-		cmd.Stdin = stdin
+	app := kingpin.New("duix_exporter", "")
+	app.Terminate(nil)
+	app.UsageWriter(&stderr)
+	app.ErrorWriter(&stderr)
+	configFile := app.Flag("config.file", "").Default("duix.yml").String()
+	logLevel := app.Flag("log.level", "").Default("info").Enum("debug", "info", "warn", "error")
+	cmds := Register(app)
+	res := cliResult{code: exitUsage}
+	cmd, err := app.Parse(args)
+	if err != nil {
+		fmt.Fprintf(&stderr, "duix_exporter: %v, try --help\n", err)
+	} else {
+		logger, _, err := logging.New(&stderr, *logLevel, "logfmt")
+		require.NoError(t, err)
+		code, ok := cmds.Run(ctx, cmd, Env{
+			Program: "duix_exporter", UserAgent: "duix_exporter/test", ConfigFile: *configFile,
+			Logger: logger, Stdin: stdin, Stdout: &stdout, Stderr: &stderr,
+		})
+		require.True(t, ok, "%s is an operator command", cmd)
+		res.code = code
 	}
-	err := cmd.Run()
-	res := cliResult{stdout: stdout.String(), stderr: stderr.String()}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		res.code = ee.ExitCode()
-	default:
-		require.NoError(t, err, "running %v", args)
-	}
+	res.stdout, res.stderr = stdout.String(), stderr.String()
 	t.Logf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", args, res.code, res.stdout, res.stderr)
 	return res
 }
@@ -123,11 +135,11 @@ func TestOperatorCommandsNeedAUsableConfiguration(t *testing.T) {
 		{"sessions", "stop", "--app=a", "--session=s", "--yes"},
 		{"conversation", "show", "--app=a", "--id=1"},
 	} {
-		res := runBinary(t, nil, append([]string{"--config.file=" + missing}, args...)...)
+		res := runCommand(t, nil, append([]string{"--config.file=" + missing}, args...)...)
 		assert.Equal(t, exitUsage, res.code, "%v", args)
 		assert.Contains(t, res.stderr, "missing.yml", "%v: the message names the file", args)
 	}
-	res := runBinary(t, nil, "--config.file=config/testdata/invalid-two-credentials.yml", "apps", "check")
+	res := runCommand(t, nil, "--config.file=../config/testdata/invalid-two-credentials.yml", "apps", "check")
 	assert.Equal(t, exitUsage, res.code)
 	assert.Contains(t, res.stderr, "exactly one of")
 	assert.NotContains(t, res.stderr, "SECRET-")

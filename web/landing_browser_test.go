@@ -1,4 +1,4 @@
-package main
+package web
 
 import (
 	"context"
@@ -17,8 +17,9 @@ import (
 	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
 )
 
-// artifactDir receives files for people to look at after a test run.
-const artifactDir = "artifacts"
+// artifactDir (at the top of the repository) receives files for people to
+// look at after a test run.
+const artifactDir = "../artifacts"
 
 // runChromium runs headless Chromium on url with the extra args and
 // returns its standard output.
@@ -44,32 +45,32 @@ func TestLandingPageInChromium(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")
 	require.NoError(t, err, "chromium is needed (Debian package chromium): run `make test-deps`")
 
-	p := startExporter(t, "--demo")
-	code, page := p.get(t, "/")
+	s := serve(t, startPlatform(t).config, Options{})
+	code, page := s.get(t, "/")
 	require.Equal(t, http.StatusOK, code)
 	for app, cells := range statusRows(page) {
 		assert.Equal(t, "not scraped yet", cells[1].text, app)
 	}
 
-	code, body := p.get(t, "/metrics")
+	code, body := s.get(t, "/metrics")
 	require.Equal(t, http.StatusOK, code)
-	metrics := parseExposition(t, body)
+	metrics := samples(t, body)
 
-	dom := runChromium(t, chromium, p.url+"/", "--dump-dom")
+	dom := runChromium(t, chromium, s.url+"/", "--dump-dom")
 	require.NoError(t, os.MkdirAll(artifactDir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(artifactDir, "landing-page.html"), []byte(dom), 0o644))
 	rows := statusRows(dom)
 	require.Len(t, rows, 3, "one row per demo app in:\n%s", dom)
 	for _, app := range []string{"support-desk", "sales-avatar", "museum-guide"} {
 		label := "app=" + app
-		require.Equal(t, 1.0, metrics["duix_up"].values[label], app)
+		require.Equal(t, 1.0, metrics["duix_up"][label], app)
 		row := rows[app]
 		require.Len(t, row, 8, app)
 		assert.Equal(t, "up", row[1].text, app)
 		assert.Equal(t, fmt.Sprintf("%g / %g",
-			metrics["duix_app_concurrency_in_use"].values[label],
-			metrics["duix_app_concurrency_limit"].values[label]), row[2].text, "%s: in use / limit of the scrape", app)
-		assert.Equal(t, fmt.Sprintf("%g", metrics["duix_app_active_sessions"].values[label]), row[3].text, app)
+			metrics["duix_app_concurrency_in_use"][label],
+			metrics["duix_app_concurrency_limit"][label]), row[2].text, "%s: in use / limit of the scrape", app)
+		assert.Equal(t, fmt.Sprintf("%g", metrics["duix_app_active_sessions"][label]), row[3].text, app)
 		assert.Contains(t, row[4].text, " UTC ", app)
 		assert.Equal(t, "–", row[6].text, "%s: no error", app)
 		assert.Contains(t, row[7].html, `href="/probe?app=`+app+`"`, app)
@@ -78,7 +79,7 @@ func TestLandingPageInChromium(t *testing.T) {
 	shot, err := filepath.Abs(filepath.Join(artifactDir, "landing-page.png"))
 	require.NoError(t, err)
 	_ = os.Remove(shot)
-	runChromium(t, chromium, p.url+"/", "--screenshot="+shot, "--window-size=1280,900")
+	runChromium(t, chromium, s.url+"/", "--screenshot="+shot, "--window-size=1280,900")
 	f, err := os.Open(shot)
 	require.NoError(t, err, "the screenshot is written")
 	defer f.Close()

@@ -1,4 +1,8 @@
-package main
+// Package operator implements the commands an operator runs by hand or from
+// a script (apps check, sessions list, sessions stop, conversation show):
+// they read the exporter's configuration file and call the platform
+// directly, each app through its own client.
+package operator
 
 import (
 	"bytes"
@@ -6,16 +10,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"unicode"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
-	"github.com/prometheus/common/version"
 
 	"github.com/duix-exporter/duix_exporter/client"
 	"github.com/duix-exporter/duix_exporter/config"
@@ -30,10 +31,9 @@ const (
 	exitDeclined = 4 // sessions stop was not confirmed: nothing was done
 )
 
-// operatorCommands are the commands an operator runs by hand or from a
-// script: they read the same configuration file as the exporter and call
-// the platform directly.
-type operatorCommands struct {
+// Commands are the operator commands registered with a kingpin
+// application.
+type Commands struct {
 	appsCheck, sessionsList, sessionsStop, conversationShow *kingpin.CmdClause
 
 	check appsCheckOptions
@@ -42,9 +42,9 @@ type operatorCommands struct {
 	show  conversationShowOptions
 }
 
-// addOperatorCommands registers the operator commands with app.
-func addOperatorCommands(app *kingpin.Application) *operatorCommands {
-	c := &operatorCommands{}
+// Register adds the operator commands to app.
+func Register(app *kingpin.Application) *Commands {
+	c := &Commands{}
 
 	apps := app.Command("apps", "Operator commands about the configured apps.")
 	c.appsCheck = apps.Command("check", "Call every configured app once and print a status table; exit 1 when any app failed.")
@@ -68,27 +68,43 @@ func addOperatorCommands(app *kingpin.Application) *operatorCommands {
 	return c
 }
 
-// run runs the operator command cmd, if it is one; ok is false otherwise.
-func (c *operatorCommands) run(cmd, configFile string, logger log.Logger) (code int, ok bool) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	env := &cli{
-		name:       exporterName + " " + cmd,
-		configFile: configFile,
+// Env is what an operator command works with.
+type Env struct {
+	Program    string // the binary's name; "Program command" prefixes messages
+	UserAgent  string // sent with every call to the platform
+	ConfigFile string
+	Logger     log.Logger // diagnostics (nil: none)
+	Stdin      *os.File   // answers to confirmation prompts
+	Stdout     io.Writer
+	Stderr     io.Writer
+}
+
+// Run runs the operator command cmd (a full command name from kingpin), if
+// it is one, and returns its exit code; ok is false when cmd is not an
+// operator command.
+func (c *Commands) Run(ctx context.Context, cmd string, env Env) (code int, ok bool) {
+	logger := env.Logger
+	if logger == nil {
+		logger = log.NewNopLogger()
+	}
+	e := &cli{
+		name:       env.Program + " " + cmd,
+		userAgent:  env.UserAgent,
+		configFile: env.ConfigFile,
 		logger:     logger,
-		stdin:      os.Stdin,
-		stdout:     os.Stdout,
-		stderr:     os.Stderr,
+		stdin:      env.Stdin,
+		stdout:     env.Stdout,
+		stderr:     env.Stderr,
 	}
 	switch cmd {
 	case c.appsCheck.FullCommand():
-		return runAppsCheck(ctx, env, c.check), true
+		return runAppsCheck(ctx, e, c.check), true
 	case c.sessionsList.FullCommand():
-		return runSessionsList(ctx, env, c.list), true
+		return runSessionsList(ctx, e, c.list), true
 	case c.sessionsStop.FullCommand():
-		return runSessionsStop(ctx, env, c.stop), true
+		return runSessionsStop(ctx, e, c.stop), true
 	case c.conversationShow.FullCommand():
-		return runConversationShow(ctx, env, c.show), true
+		return runConversationShow(ctx, e, c.show), true
 	}
 	return 0, false
 }
@@ -97,6 +113,7 @@ func (c *operatorCommands) run(cmd, configFile string, logger log.Logger) (code 
 // standard streams and a logger for diagnostics.
 type cli struct {
 	name       string // "duix_exporter sessions stop", prefixes messages
+	userAgent  string
 	configFile string
 	logger     log.Logger
 	stdin      *os.File
@@ -117,7 +134,7 @@ func (c *cli) load() (*config.Config, *client.Pool, int) {
 	if err != nil {
 		return nil, nil, c.failf(exitUsage, "cannot load the configuration: %v", err)
 	}
-	pool, err := client.NewPool(cfg, client.PoolOptions{UserAgent: exporterName + "/" + version.Version})
+	pool, err := client.NewPool(cfg, client.PoolOptions{UserAgent: c.userAgent})
 	if err != nil {
 		return nil, nil, c.failf(exitUsage, "cannot use the configuration %s: %v", c.configFile, err)
 	}

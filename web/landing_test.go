@@ -1,4 +1,4 @@
-package main
+package web
 
 import (
 	"context"
@@ -68,7 +68,7 @@ func getLanding(t *testing.T, h http.Handler, path string) (*httptest.ResponseRe
 func TestLandingPageShowsTheLastScrape(t *testing.T) {
 	p := startPlatform(t)
 	exp := newTestExporter(t, p)
-	page, err := newLandingPage("/metrics", exp)
+	page, err := newLandingPage("duix_exporter", "/metrics", exp.Statuses)
 	require.NoError(t, err)
 
 	rec, body := getLanding(t, page, "/")
@@ -125,7 +125,7 @@ func TestLandingPageShowsTheLastScrape(t *testing.T) {
 func TestLandingPageEscapesErrors(t *testing.T) {
 	p := startPlatform(t)
 	exp := newTestExporter(t, p)
-	page, err := newLandingPage("/custom-metrics", exp)
+	page, err := newLandingPage("duix_exporter", "/custom-metrics", exp.Statuses)
 	require.NoError(t, err)
 	// A gateway's HTML page ends up in the error message.
 	p.sim.SetFault(p.id("sales-avatar"), simulator.EndpointConcurrency, simulator.Fault{Kind: simulator.FaultHTML502})

@@ -1,4 +1,4 @@
-package main
+package web
 
 import (
 	"bytes"
@@ -8,10 +8,11 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/common/version"
-	"github.com/prometheus/exporter-toolkit/web"
+	toolkit "github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/duix-exporter/duix_exporter/collector"
 )
@@ -53,13 +54,14 @@ type landingPage struct {
 	now           func() time.Time
 }
 
-// newLandingPage builds the landing page for exp's apps.
-func newLandingPage(telemetryPath string, exp *collector.Exporter) (*landingPage, error) {
-	toolkit, err := web.NewLandingPage(web.LandingConfig{
-		Name:        exporterName,
+// newLandingPage builds the landing page of the exporter name for the apps
+// whose statuses are given.
+func newLandingPage(name, telemetryPath string, statuses func() []collector.Status) (*landingPage, error) {
+	page, err := toolkit.NewLandingPage(toolkit.LandingConfig{
+		Name:        name,
 		Description: "Prometheus exporter for apps on the Duix digital-human platform",
 		Version:     version.Info(),
-		Links: []web.LandingLinks{
+		Links: []toolkit.LandingLinks{
 			{Address: telemetryPath, Text: "Metrics", Description: "every configured app's metrics"},
 			{Address: "/-/healthy", Text: "Health", Description: "liveness"},
 			{Address: "/-/ready", Text: "Readiness", Description: "readiness"},
@@ -71,13 +73,13 @@ func newLandingPage(telemetryPath string, exp *collector.Exporter) (*landingPage
 	if err != nil {
 		return nil, err
 	}
-	var page pageBuffer
-	toolkit.ServeHTTP(&page, &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/"}})
-	head, tail, found := bytes.Cut(page.body.Bytes(), []byte(statusMarker))
+	var rendered pageBuffer
+	page.ServeHTTP(&rendered, &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/"}})
+	head, tail, found := bytes.Cut(rendered.body.Bytes(), []byte(statusMarker))
 	if !found {
 		return nil, errors.New("landing page: the toolkit's page has no place for the status table")
 	}
-	return &landingPage{head: head, tail: tail, telemetryPath: telemetryPath, statuses: exp.Statuses, now: time.Now}, nil
+	return &landingPage{head: head, tail: tail, telemetryPath: telemetryPath, statuses: statuses, now: time.Now}, nil
 }
 
 // statusRow is one app of the table, ready to print.
@@ -154,3 +156,11 @@ func (b *pageBuffer) Header() http.Header {
 }
 func (b *pageBuffer) Write(p []byte) (int, error) { return b.body.Write(p) }
 func (b *pageBuffer) WriteHeader(int)             {}
+
+// formatLatency prints a duration in milliseconds (seconds from 10 s on).
+func formatLatency(secs float64) string {
+	if secs >= 10 {
+		return strconv.FormatFloat(secs, 'f', 1, 64) + "s"
+	}
+	return strconv.FormatFloat(secs*1000, 'f', 1, 64) + "ms"
+}

@@ -1,4 +1,4 @@
-package main
+package operator
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
-// tableRows splits a table printed by the binary into rows of cells
+// tableRows splits a table printed by a command into rows of cells
 // (columns are separated by two spaces or more), keyed by the first cell.
 func tableRows(t *testing.T, out string) map[string][]string {
 	t.Helper()
@@ -106,7 +106,7 @@ func TestAppsCheckNeverPrintsASecret(t *testing.T) {
 	path := filepath.Join(dir, "duix.yml")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
 
-	res := runBinary(t, nil, "--config.file="+path, "--log.level=debug", "apps", "check")
+	res := runCommand(t, nil, "--config.file="+path, "--log.level=debug", "apps", "check")
 	assert.Equal(t, exitFailed, res.code)
 	rows := tableRows(t, res.stdout)
 	assert.Contains(t, rows["wrong-key"][5], "auth: ")

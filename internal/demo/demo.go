@@ -1,0 +1,66 @@
+// Package demo runs the built-in simulator of the platform with its demo
+// apps for --demo, and writes exporter configurations for them.
+package demo
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+
+	"github.com/duix-exporter/duix_exporter/simulator"
+)
+
+// Start starts the simulator on loopback with sessions coming and going
+// until ctx ends, and writes a matching configuration (keys in files, mode
+// 0600) to a temporary directory. It returns the configuration's path and
+// a cleanup.
+func Start(ctx context.Context, logger log.Logger) (string, func(), error) {
+	sim, apps := simulator.NewDemo()
+	base, closeSim, err := sim.Listen("127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	dir, err := os.MkdirTemp("", "duix-demo-")
+	if err != nil {
+		closeSim()
+		return "", nil, err
+	}
+	cleanup := func() { closeSim(); os.RemoveAll(dir) }
+	path := filepath.Join(dir, "duix.yml")
+	if err := WriteConfig(path, base, apps); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	go sim.Churn(ctx, 2*time.Second, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))) // #nosec G404 -- demo session churn, not a secret
+	level.Info(logger).Log("msg", "Demo mode: serving a simulated platform", "base_url", base, "apps", len(apps), "config", path)
+	return path, cleanup, nil
+}
+
+// WriteConfig writes a configuration for the demo apps at baseURL to path;
+// each app's key goes to its own file next to it.
+func WriteConfig(path, baseURL string, apps []simulator.DemoApp) error {
+	dir := filepath.Dir(path)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Configuration for the demo apps of the built-in simulator.\napi:\n  base_url: %q\n  timeout: 5s\napps:\n", baseURL)
+	for _, a := range apps {
+		keyFile := filepath.Join(dir, a.Name+".key")
+		if err := os.WriteFile(keyFile, []byte(a.AppKey+"\n"), 0o600); err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "  - name: %q\n    app_id: %q\n    app_key_file: %q\n", a.Name, a.AppID, keyFile)
+		if len(a.Conversations) > 0 {
+			b.WriteString("    conversations:\n")
+			for _, c := range a.Conversations {
+				fmt.Fprintf(&b, "      - %q\n", c)
+			}
+		}
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o600)
+}

@@ -1,0 +1,133 @@
+package web
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duix-exporter/duix_exporter/client"
+	"github.com/duix-exporter/duix_exporter/collector"
+	"github.com/duix-exporter/duix_exporter/config"
+	"github.com/duix-exporter/duix_exporter/internal/demo"
+	"github.com/duix-exporter/duix_exporter/internal/logging"
+	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
+	"github.com/duix-exporter/duix_exporter/simulator"
+)
+
+// platform is a demo simulator on loopback (no churn: sessions change only
+// when a test changes them) with an exporter configuration for it.
+type platform struct {
+	sim    *simulator.Simulator
+	apps   map[string]simulator.DemoApp
+	base   string // base URL of the API
+	config string
+}
+
+func startPlatform(t *testing.T) *platform {
+	t.Helper()
+	sim, apps := simulator.NewDemo()
+	base, closeSim, err := sim.Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(closeSim)
+	p := &platform{sim: sim, apps: map[string]simulator.DemoApp{}, base: base, config: filepath.Join(t.TempDir(), "duix.yml")}
+	require.NoError(t, demo.WriteConfig(p.config, base, apps))
+	for _, a := range apps {
+		p.apps[a.Name] = a
+	}
+	return p
+}
+
+func (p *platform) id(app string) string { return p.apps[app].AppID }
+
+// server is the exporter's endpoints, served on loopback as the binary
+// serves them, for the configuration file given.
+type server struct {
+	url  string
+	exp  *collector.Exporter
+	logs *syncbuf.Buffer
+}
+
+// serve starts the endpoints with o (Name, TelemetryPath and Logger filled
+// in when unset) for the configuration at configFile.
+func serve(t *testing.T, configFile string, o Options) *server {
+	t.Helper()
+	logs := &syncbuf.Buffer{}
+	logger, slogger, err := logging.New(logs, "debug", "logfmt")
+	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector())
+	exp := collector.New(collector.Options{Logger: logger, Metrics: client.NewMetrics(reg), UserAgent: "duix_exporter/test"})
+	require.NoError(t, exp.Register(reg))
+	sc := config.NewSafeConfig(reg)
+	sc.Subscribe(exp.Apply)
+	require.NoError(t, sc.ReloadConfig(configFile, logger))
+	if o.Name == "" {
+		o.Name = "duix_exporter"
+	}
+	if o.TelemetryPath == "" {
+		o.TelemetryPath = "/metrics"
+	}
+	if o.Logger == nil {
+		o.Logger = logger
+	}
+	h, err := NewHandler(exp, reg, func() error { return sc.ReloadConfig(configFile, logger) }, o)
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config = NewServer(h, slogger)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return &server{url: srv.URL, exp: exp, logs: logs}
+}
+
+// do sends a request with the headers given as name, value pairs and
+// returns the status and the body.
+func (s *server) do(t *testing.T, method, path string, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, s.url+path, nil)
+	require.NoError(t, err)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func (s *server) get(t *testing.T, path string, header ...string) (int, string) {
+	t.Helper()
+	return s.do(t, http.MethodGet, path, header...)
+}
+
+// samples parses an exposition into family name -> labels -> value, the
+// labels written as name=value joined by commas.
+func samples(t *testing.T, body string) map[string]map[string]float64 {
+	t.Helper()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	require.NoError(t, err)
+	out := map[string]map[string]float64{}
+	for name, mf := range mfs {
+		values := map[string]float64{}
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, lp := range m.GetLabel() {
+				labels = append(labels, lp.GetName()+"="+lp.GetValue())
+			}
+			values[strings.Join(labels, ",")] = m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
+		}
+		out[name] = values
+	}
+	return out
+}

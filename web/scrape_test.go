@@ -1,0 +1,179 @@
+package web
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duix-exporter/duix_exporter/simulator"
+)
+
+func TestMetricsServesEveryAppWithTheProcessMetrics(t *testing.T) {
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{})
+	code, body := s.get(t, "/metrics")
+	require.Equal(t, http.StatusOK, code)
+	m := samples(t, body)
+	for _, app := range []string{"support-desk", "sales-avatar", "museum-guide"} {
+		assert.Equal(t, 1.0, m["duix_up"]["app="+app], app)
+	}
+	assert.Contains(t, m, "go_goroutines", "the process registry is served alongside")
+	assert.Equal(t, 1.0, m["duix_exporter_config_last_reload_successful"][""])
+	var calls float64
+	for _, v := range m["duix_api_requests_total"] {
+		calls += v
+	}
+	assert.GreaterOrEqual(t, calls, 6.0, "the client metrics include this scrape's calls")
+}
+
+func TestProbeServesOneApp(t *testing.T) {
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{})
+	code, body := s.get(t, "/probe?app=museum-guide")
+	require.Equal(t, http.StatusOK, code)
+	m := samples(t, body)
+	assert.Equal(t, map[string]float64{"app=museum-guide": 1}, m["duix_up"])
+	assert.NotContains(t, m, "go_goroutines", "only the app's metrics")
+	assert.NotContains(t, m, "duix_api_requests_total")
+	assert.Zero(t, p.sim.RequestsFor(p.id("support-desk"), simulator.EndpointConcurrency), "no other app is called")
+}
+
+func TestProbeAcceptsOneConfiguredNameOnly(t *testing.T) {
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{})
+	long := strings.Repeat("\x1b[31m<script>", 1000)
+	for q, want := range map[string]string{
+		"":                                   "the app parameter is missing",
+		"?app=":                              "the app parameter is missing",
+		"?target=https://example.com":        "the app parameter is missing",
+		"?app=museum-guide&app=sales-avatar": "give exactly one app parameter",
+		"?app=no-such-app":                   `unknown app "no-such-app": not in the configuration`,
+		"?app=" + strings.ReplaceAll(long, "\x1b", "%1b"): `unknown app "\x1b[31m<script>`,
+	} {
+		code, body := s.get(t, "/probe"+q)
+		assert.Equal(t, http.StatusBadRequest, code, q)
+		assert.Contains(t, body, want, q)
+		assert.NotContains(t, body, "duix_up", q)
+		assert.Less(t, len(body), 256, "%.40s: the answer echoes a bounded part of the name", q)
+		assert.False(t, strings.ContainsFunc(strings.TrimSuffix(body, "\n"), unicode.IsControl), "%.40s: no control characters", q)
+	}
+	assert.Zero(t, p.sim.Requests(simulator.EndpointConcurrency), "a refused probe calls nothing")
+}
+
+func TestScrapeTimeoutGivesUpZeroWithReasonTimeout(t *testing.T) {
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{TimeoutOffset: 500 * time.Millisecond})
+	p.sim.SetLatency(p.id("museum-guide"), "", time.Hour)
+	code, body := s.get(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", "1.5")
+	require.Equal(t, http.StatusOK, code)
+	m := samples(t, body)
+	assert.Equal(t, 1.0, m["duix_up"]["app=support-desk"])
+	assert.Equal(t, 0.0, m["duix_up"]["app=museum-guide"])
+	assert.Equal(t, 1.0, m["duix_scrape_errors_total"]["app=museum-guide,endpoint=getconcurrentNumber,reason=timeout"])
+}
+
+func TestBadScrapeTimeoutHeaderIsRefused(t *testing.T) {
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{TimeoutOffset: 500 * time.Millisecond})
+	for _, v := range []string{"soon", "NaN", "nan", "+Inf", "-Inf", "Infinity", "-1", "0", "-0", "3600.5", "1e309", strings.Repeat("9", 10000)} {
+		for _, path := range []string{"/metrics", "/probe?app=museum-guide"} {
+			code, body := s.get(t, path, "X-Prometheus-Scrape-Timeout-Seconds", v)
+			assert.Equal(t, http.StatusBadRequest, code, "%.20s", v)
+			assert.Contains(t, body, "invalid X-Prometheus-Scrape-Timeout-Seconds", "%.20s", v)
+			assert.Less(t, len(body), 256, "%.20s: the answer echoes a bounded part of the header", v)
+		}
+	}
+	// Too short to make a call once the offset is subtracted (it is not
+	// subtracted from a timeout it would use up).
+	for _, v := range []string{"1e-9", "0.000000001", "0.05", "0.099", "0.55"} {
+		code, body := s.get(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", v)
+		assert.Equal(t, http.StatusBadRequest, code, v)
+		assert.Equal(t, "scrape timeout too short: at least 100ms after --scrape.timeout-offset\n", body, v)
+	}
+	assert.Zero(t, p.sim.Requests(simulator.EndpointConcurrency), "a refused scrape calls nothing")
+	assert.Zero(t, p.sim.Requests(simulator.EndpointSessions))
+
+	// Nothing was counted against the platform.
+	code, body := s.get(t, "/metrics")
+	require.Equal(t, http.StatusOK, code)
+	m := samples(t, body)
+	for labels, v := range m["duix_scrape_errors_total"] {
+		assert.Zero(t, v, labels)
+	}
+	for app, v := range m["duix_up"] {
+		assert.Equal(t, 1.0, v, app)
+	}
+
+	for _, v := range []string{"0.5", "0.6", "3600"} {
+		code, _ := s.get(t, "/probe?app=museum-guide", "X-Prometheus-Scrape-Timeout-Seconds", v)
+		assert.Equal(t, http.StatusOK, code, v)
+	}
+}
+
+func TestScrapeTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		header string
+		offset time.Duration
+		want   time.Duration
+	}{
+		{"", 500 * time.Millisecond, DefaultScrapeTimeout},
+		{"10", 500 * time.Millisecond, 9500 * time.Millisecond},
+		{"0.5", 500 * time.Millisecond, 500 * time.Millisecond}, // the offset would use it all up
+		{"0.2", time.Second, 200 * time.Millisecond},
+		{"0.6", 500 * time.Millisecond, 100 * time.Millisecond},
+		{"3600", 0, time.Hour},
+	} {
+		h := http.Header{}
+		if tc.header != "" {
+			h.Set("X-Prometheus-Scrape-Timeout-Seconds", tc.header)
+		}
+		got, err := scrapeTimeout(h, tc.offset)
+		require.NoError(t, err, tc.header)
+		assert.Equal(t, tc.want, got, tc.header)
+	}
+}
+
+func TestScrapeLimitIsSharedByMetricsAndProbe(t *testing.T) {
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{MaxRequests: 1})
+	p.sim.SetLatency("", "", time.Hour)
+
+	// A scrape holds the only slot until the test cancels it.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := make(chan error, 1)
+	go func() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/metrics", nil)
+		if err == nil {
+			var resp *http.Response
+			if resp, err = http.DefaultClient.Do(req); err == nil {
+				_, err = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}
+		first <- err
+	}()
+	require.Eventually(t, func() bool { return p.sim.Requests(simulator.EndpointConcurrency) > 0 }, 10*time.Second, 5*time.Millisecond)
+	for _, path := range []string{"/metrics", "/probe?app=museum-guide"} {
+		code, body := s.get(t, path)
+		assert.Equal(t, http.StatusServiceUnavailable, code, path)
+		assert.Contains(t, body, "Limit of concurrent scrapes reached (1)", path)
+	}
+	code, _ := s.get(t, "/-/healthy")
+	assert.Equal(t, http.StatusOK, code, "the limit is for scrapes only")
+
+	cancel()
+	require.Error(t, <-first)
+	p.sim.ClearFaults()
+	require.Eventually(t, func() bool {
+		code, _ := s.get(t, "/probe?app=museum-guide")
+		return code == http.StatusOK
+	}, 30*time.Second, 20*time.Millisecond, "the slot is freed when the scrape ends")
+}
