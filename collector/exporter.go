@@ -64,7 +64,7 @@ func New(opts Options) *Exporter {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Exporter{
+	e := &Exporter{
 		logger:    opts.Logger,
 		metrics:   opts.Metrics,
 		userAgent: opts.UserAgent,
@@ -76,6 +76,10 @@ func New(opts Options) *Exporter {
 		flights: flights{m: map[*appState]*flight{}},
 		byKey:   map[string]*appState{},
 	}
+	for _, how := range []string{"in_flight", "cached"} {
+		e.shared.WithLabelValues(how) // both series from the start
+	}
+	return e
 }
 
 // Register registers the exporter's own process-wide metrics.
