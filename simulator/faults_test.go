@@ -180,6 +180,33 @@ func TestFaultKinds(t *testing.T) {
 		e.sim.ClearFaults()
 		assert.Equal(t, concurrencyBody, string(conc().body))
 	})
+	t.Run("echorequest", func(t *testing.T) {
+		set(Fault{Kind: FaultEchoRequest, Bytes: 5})
+		r := e.do(http.MethodGet, e.url(EndpointConcurrency, "appId", appA), map[string]string{"token": "t/1", "Authorization": "Bearer a/1", "X-Other": "o"})
+		assert.Equal(t, http.StatusBadGateway, r.status)
+		assert.Equal(t, "text/plain; charset=utf-8", r.header.Get("Content-Type"))
+		want := ".....GET " + BasePath + "/" + EndpointConcurrency + "?appId=" + appA + " HTTP/1.1\r\nAuthorization: Bearer a/1\r\nToken: t/1\r\n"
+		assert.True(t, strings.HasPrefix(string(r.body), want), "%q", r.body)
+		assert.Contains(t, string(r.body), "X-Other: o\r\n")
+
+		set(Fault{Kind: FaultEchoRequest, Status: http.StatusInternalServerError})
+		assert.Equal(t, http.StatusInternalServerError, conc().status)
+	})
+	t.Run("echorequestjson", func(t *testing.T) {
+		set(Fault{Kind: FaultEchoRequestJSON, Bytes: 2})
+		r := e.do(http.MethodGet, e.url(EndpointConcurrency, "appId", appA), map[string]string{"token": "t/1"})
+		assert.Equal(t, http.StatusOK, r.status)
+		assert.Contains(t, string(r.body), `Token: t\/1`, "slashes escaped")
+		env := decode(t, r.body)
+		assert.Equal(t, "200", env["code"])
+		assert.Equal(t, false, env["success"])
+		assert.True(t, strings.HasPrefix(env["message"].(string), "..GET "+BasePath+"/"+EndpointConcurrency+"?appId="+appA+" HTTP/1.1\r\nToken: t/1\r\n"), "%q", env["message"])
+
+		set(Fault{Kind: FaultEchoRequestJSON, Status: http.StatusInternalServerError})
+		r = conc()
+		assert.Equal(t, http.StatusInternalServerError, r.status)
+		assert.Equal(t, "500", decode(t, r.body)["code"])
+	})
 	e.sim.ClearFaults()
 	assert.Equal(t, concurrencyBody, string(conc().body))
 }
@@ -187,6 +214,7 @@ func TestFaultKinds(t *testing.T) {
 func TestFaultKindString(t *testing.T) {
 	assert.Equal(t, "ratelimit429", FaultRateLimit429.String())
 	assert.Equal(t, "resetconnection", FaultResetConnection.String())
+	assert.Equal(t, "echorequestjson", FaultEchoRequestJSON.String())
 	assert.Equal(t, "fault(99)", FaultKind(99).String())
 }
 
