@@ -134,9 +134,10 @@ type JWTSource struct {
 	ttl   time.Duration
 	now   func() time.Time
 
-	mu     sync.Mutex
-	token  string
-	expiry time.Time
+	mu      sync.Mutex
+	token   string
+	expiry  time.Time
+	lastKey []byte
 }
 
 // NewJWTSource returns a TokenSource minting tokens for appID. A zero ttl
@@ -155,6 +156,17 @@ func NewJWTSource(appID string, key KeySource, ttl time.Duration, now func() tim
 // lifetime, at most five minutes, so a token never expires in flight.
 func (s *JWTSource) renewMargin() time.Duration {
 	return min(s.ttl/5, 5*time.Minute)
+}
+
+// keyed is a token source that signs with a key, which must be kept out of
+// errors as well as its tokens.
+type keyed interface{ signingKey() string }
+
+// signingKey returns the key the last token was signed with.
+func (s *JWTSource) signingKey() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.lastKey)
 }
 
 // Token implements TokenSource.
@@ -178,6 +190,6 @@ func (s *JWTSource) Token(context.Context) (string, error) {
 	if err != nil {
 		return "", &AuthError{Err: errors.New("signing the access token failed")}
 	}
-	s.token, s.expiry = tok, exp
+	s.token, s.expiry, s.lastKey = tok, exp, key
 	return tok, nil
 }

@@ -55,6 +55,9 @@ type Transport struct {
 	Metrics *Metrics
 	// UserAgent is sent with every request.
 	UserAgent string
+	// Secrets are the other credentials the transport sends (proxy user
+	// info and headers): like the token, they never appear in an error.
+	Secrets []string
 }
 
 // Client calls the platform on behalf of one app.
@@ -114,7 +117,7 @@ func (c *Code) UnmarshalJSON(b []byte) error {
 	default:
 		var n json.Number
 		if err := json.Unmarshal(b, &n); err != nil {
-			return fmt.Errorf("code is neither a string nor a number: %s", snippet(b))
+			return errors.New("code is neither a string nor a number")
 		}
 		*c = Code(n.String())
 	}
@@ -136,7 +139,7 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, deco
 	}
 	if c.t.Limit != nil {
 		if err := c.t.Limit.Acquire(ctx, 1); err != nil {
-			return env, classifyTransport(ctx, endpoint, err)
+			return env, c.transportError(ctx, endpoint, err, "")
 		}
 		defer c.t.Limit.Release(1)
 	}
@@ -168,7 +171,7 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, deco
 	resp, err := c.t.HTTP.Do(req)
 	if err != nil {
 		status = "error"
-		return env, classifyTransport(ctx, endpoint, err)
+		return env, c.transportError(ctx, endpoint, err, token)
 	}
 	defer func() {
 		// Drain a little so the connection can be reused, then close.
@@ -184,11 +187,15 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, deco
 	body := &limitedBody{r: resp.Body, left: maxBytes}
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		b, rerr := io.ReadAll(io.LimitReader(body, maxSnippet))
+		// Read well past what is shown, so that a secret that straddles the
+		// cut is still whole when it is redacted.
+		b, rerr := io.ReadAll(io.LimitReader(body, errorBodyBytes+1))
 		if rerr != nil && len(b) == 0 && ctx.Err() != nil {
-			return env, classifyTransport(ctx, endpoint, rerr)
+			return env, c.transportError(ctx, endpoint, rerr, token)
 		}
-		herr := &HTTPError{Endpoint: endpoint, StatusCode: resp.StatusCode, Snippet: redact(snippet(b), token)}
+		more := rerr != nil || len(b) > errorBodyBytes
+		b = b[:min(len(b), errorBodyBytes)]
+		herr := &HTTPError{Endpoint: endpoint, StatusCode: resp.StatusCode, Snippet: c.clean(b, more, token)}
 		if resp.StatusCode == http.StatusTooManyRequests {
 			herr.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
 			c.backOff(herr.RetryAfter)
@@ -209,11 +216,11 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, deco
 		case errors.Is(body.readErr, ErrBodyTooLarge):
 			return env, &DecodeError{Endpoint: endpoint, Err: fmt.Errorf("%w (%d bytes)", ErrBodyTooLarge, maxBytes)}
 		case body.readErr != nil:
-			return env, classifyTransport(ctx, endpoint, body.readErr)
+			return env, c.transportError(ctx, endpoint, body.readErr, token)
 		case ctx.Err() != nil:
-			return env, classifyTransport(ctx, endpoint, ctx.Err())
+			return env, c.transportError(ctx, endpoint, ctx.Err(), token)
 		}
-		return env, &DecodeError{Endpoint: endpoint, Err: errors.New(redact(err.Error(), token))}
+		return env, &DecodeError{Endpoint: endpoint, Err: errors.New(c.clean([]byte(err.Error()), false, token))}
 	}
 	if env.Success == nil {
 		return env, &DecodeError{Endpoint: endpoint, Err: errors.New("envelope has no success flag")}
@@ -223,7 +230,7 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, deco
 		if msg == "" {
 			msg = env.Msg
 		}
-		aerr := &APIError{Endpoint: endpoint, Code: string(env.Code), Message: redact(truncate(msg, maxSnippet), token)}
+		aerr := &APIError{Endpoint: endpoint, Code: c.clean([]byte(env.Code), false, token), Message: c.clean([]byte(msg), false, token)}
 		if aerr.Code == "429" {
 			c.backOff(time.Minute)
 		}
@@ -416,18 +423,23 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func redact(s, secret string) string {
-	if secret == "" {
-		return s
+// errorBodyBytes bounds what is read of an error body.
+const errorBodyBytes = 64 << 10
+
+// clean passes upstream text through the package's one redaction and
+// truncation path, hiding token and every other credential of the client.
+func (c *Client) clean(text []byte, more bool, token string) string {
+	secrets := append([]string{token}, c.t.Secrets...)
+	if k, ok := c.tokens.(keyed); ok {
+		secrets = append(secrets, k.signingKey())
 	}
-	return strings.ReplaceAll(s, secret, "<redacted>")
+	return clean(text, more, secrets)
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
+// transportError classifies an error from sending a request or reading its
+// body, with its text cleaned like any upstream text.
+func (c *Client) transportError(ctx context.Context, endpoint string, err error, token string) error {
+	return classifyTransport(ctx, endpoint, err, func(s string) string { return c.clean([]byte(s), false, token) })
 }
 
 // Concurrency returns the app's real-time concurrency status

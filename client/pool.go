@@ -3,6 +3,8 @@ package client
 import (
 	"fmt"
 	"net/url"
+	"os"
+	"slices"
 	"time"
 
 	promconfig "github.com/prometheus/common/config"
@@ -45,6 +47,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		MaxResponseBytes: cfg.API.MaxResponseBytes,
 		Metrics:          opts.Metrics,
 		UserAgent:        opts.UserAgent,
+		Secrets:          transportSecrets(&cfg.API.HTTPClientConfig),
 	}
 	if cfg.API.MaxConcurrency > 0 {
 		t.Limit = semaphore.NewWeighted(int64(cfg.API.MaxConcurrency))
@@ -58,6 +61,42 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		p.clients[app.Name] = c
 	}
 	return p, nil
+}
+
+// transportSecrets lists the credentials the HTTP client sends besides the
+// token: proxy user info (from proxy_url or, when asked, the environment),
+// proxy CONNECT headers and secret extra headers.
+func transportSecrets(hc *promconfig.HTTPClientConfig) []string {
+	var out []string
+	addUser := func(u *url.URL) {
+		if u == nil || u.User == nil {
+			return
+		}
+		user := u.User.Username()
+		pw, _ := u.User.Password()
+		out = append(out, user, pw, basicAuthForm(user, pw))
+	}
+	addUser(hc.ProxyURL.URL)
+	if hc.ProxyFromEnvironment {
+		for _, name := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
+			if u, err := url.Parse(os.Getenv(name)); err == nil {
+				addUser(u)
+			}
+		}
+	}
+	for _, values := range hc.ProxyConnectHeader {
+		for _, v := range values {
+			out = append(out, string(v))
+		}
+	}
+	if hc.HTTPHeaders != nil {
+		for _, h := range hc.HTTPHeaders.Headers {
+			for _, v := range h.Secrets {
+				out = append(out, string(v))
+			}
+		}
+	}
+	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
 }
 
 // TokenSourceFor returns the token source an app's configuration asks for.

@@ -157,7 +157,7 @@ func parseSession(raw json.RawMessage) (Session, error) {
 		return s, err
 	case len(raw) > 0 && raw[0] == '{':
 	default:
-		return s, fmt.Errorf("session record is not an object: %s", snippet(raw))
+		return s, errors.New("session record is neither an object nor a string")
 	}
 	var rec sessionRecord
 	if !scanRecord(raw, &rec) {
