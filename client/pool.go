@@ -2,9 +2,11 @@ package client
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	promconfig "github.com/prometheus/common/config"
@@ -39,6 +41,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api.http_client: %w", err)
 	}
+	httpClient.CheckRedirect = keepCredentialsHome(httpClient.CheckRedirect)
 	t := &Transport{
 		HTTP:             httpClient,
 		BaseURL:          base,
@@ -61,6 +64,54 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		p.clients[app.Name] = c
 	}
 	return p, nil
+}
+
+// maxRedirects is how many redirects a request follows, as with net/http.
+const maxRedirects = 10
+
+// keepCredentialsHome wraps the redirect policy next (nil: follow up to
+// maxRedirects) so that a request redirected away from the origin of the
+// first one (another scheme, host or port), and every later hop, carries
+// neither the token header nor Authorization. net/http drops Authorization
+// only when the host name changes, and never a custom header such as token
+// (docs/platform-api.md#redirects).
+func keepCredentialsHome(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if next != nil {
+			if err := next(req, via); err != nil {
+				return err
+			}
+		} else if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		for _, r := range append(via[1:], req) {
+			if !sameOrigin(r.URL, via[0].URL) {
+				req.Header.Del("Authorization")
+				req.Header.Del(HeaderToken)
+				break
+			}
+		}
+		return nil
+	}
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+}
+
+// port returns the port of u, the scheme's default when none is given.
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		return "80"
+	case "https":
+		return "443"
+	}
+	return ""
 }
 
 // transportSecrets lists the credentials the HTTP client sends besides the
