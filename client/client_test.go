@@ -230,7 +230,7 @@ func TestTokenFileIsReReadWhenItChanges(t *testing.T) {
 	expired, err := simulator.MintToken(appID, appKey, time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path, []byte(expired+"\n"), 0o600))
-	c := client.New(f.t, appID, client.NewFileToken(path))
+	c := client.New(f.t, appID, client.NewFileToken(path, nil))
 	_, err = c.Concurrency(context.Background())
 	assert.Equal(t, client.ReasonAuth, client.Reason(err))
 
@@ -240,8 +240,13 @@ func TestTokenFileIsReReadWhenItChanges(t *testing.T) {
 	_, err = c.Concurrency(context.Background())
 	assert.NoError(t, err)
 
+	// Gone: the last good token stays in use.
 	require.NoError(t, os.Remove(path))
 	_, err = c.Concurrency(context.Background())
+	assert.NoError(t, err)
+
+	// A file that was never good is an auth error.
+	_, err = client.New(f.t, appID, client.NewFileToken(path, nil)).Concurrency(context.Background())
 	var authErr *client.AuthError
 	assert.ErrorAs(t, err, &authErr)
 }
@@ -250,7 +255,7 @@ func TestAppKeyFileRotation(t *testing.T) {
 	f := newFixture(t, client.HeaderAuthorization)
 	path := filepath.Join(t.TempDir(), "key")
 	require.NoError(t, os.WriteFile(path, []byte("old-key"), 0o600))
-	c := client.New(f.t, appID, client.NewJWTSource(appID, client.NewFileKey(path), 0, nil))
+	c := client.New(f.t, appID, client.NewJWTSource(appID, client.NewFileKey(path, nil), 0, nil))
 	_, err := c.Concurrency(context.Background())
 	assert.Equal(t, client.ReasonAuth, client.Reason(err), "old key is refused")
 	require.NoError(t, os.WriteFile(path, []byte(appKey+"\n"), 0o600))

@@ -27,6 +27,10 @@ type PoolOptions struct {
 	UserAgent string
 	// Now is the clock used for minting tokens (nil: time.Now).
 	Now func() time.Time
+	// OnSecretFileError (may be nil) is told, for logging, each time a key
+	// or token file that changed is refused; the last good secret stays in
+	// use. Metrics counts these too.
+	OnSecretFileError SecretFileHook
 }
 
 // NewPool builds the clients for every app of cfg. It makes no request.
@@ -56,8 +60,14 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		t.Limit = semaphore.NewWeighted(int64(cfg.API.MaxConcurrency))
 	}
 	p := &Pool{Transport: t, clients: make(map[string]*Client, len(cfg.Apps))}
+	hook := func(kind, path string, err error) {
+		opts.Metrics.secretFileRefused(kind)
+		if opts.OnSecretFileError != nil {
+			opts.OnSecretFileError(kind, path, err)
+		}
+	}
 	for _, app := range cfg.Apps {
-		c := New(t, app.AppID, TokenSourceFor(app, opts.Now))
+		c := New(t, app.AppID, TokenSourceFor(app, opts.Now, hook))
 		if opts.Now != nil {
 			c.now = opts.Now
 		}
@@ -150,15 +160,16 @@ func transportSecrets(hc *promconfig.HTTPClientConfig) []string {
 	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
 }
 
-// TokenSourceFor returns the token source an app's configuration asks for.
-func TokenSourceFor(app config.App, now func() time.Time) TokenSource {
+// TokenSourceFor returns the token source an app's configuration asks for;
+// hook (may be nil) is told when a changed key or token file is refused.
+func TokenSourceFor(app config.App, now func() time.Time, hook SecretFileHook) TokenSource {
 	switch {
 	case app.AppKey != "":
 		return NewJWTSource(app.AppID, StaticKey(app.AppKey), time.Duration(app.TokenTTL), now)
 	case app.AppKeyFile != "":
-		return NewJWTSource(app.AppID, NewFileKey(app.AppKeyFile), time.Duration(app.TokenTTL), now)
+		return NewJWTSource(app.AppID, NewFileKey(app.AppKeyFile, hook), time.Duration(app.TokenTTL), now)
 	case app.TokenFile != "":
-		return NewFileToken(app.TokenFile)
+		return NewFileToken(app.TokenFile, hook)
 	}
 	return StaticToken(app.Token)
 }

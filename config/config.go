@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	promconfig "github.com/prometheus/common/config"
@@ -421,25 +422,45 @@ func (a *App) validate() error {
 	return nil
 }
 
-// checkFile makes sure path, when set, is a readable regular file. It never
-// reads the content.
+// checkFile makes sure path, when set, is a regular file that can be
+// opened. It never reads the content.
 func checkFile(field, path string) error {
 	if path == "" {
 		return nil
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("%s: %w", field, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: %q is not a regular file", field, path)
-	}
-	f, err := os.Open(path) // #nosec G304 -- a key or token file named by the configuration; opened to check it, never read here
+	f, _, err := OpenSecretFile(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", field, err)
 	}
 	_ = f.Close()
 	return nil
+}
+
+// OpenSecretFile opens a key or token file for reading. It refuses what is
+// not a regular file once symbolic links are followed (a directory, a
+// FIFO, a device such as /dev/zero), and opens without blocking, so that a
+// FIFO swapped in after the check cannot hang the caller; the opened file
+// is checked again. It returns the file and its information.
+func OpenSecretFile(path string) (*os.File, os.FileInfo, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%q is not a regular file", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // #nosec G304 -- a key or token file named by the configuration
+	if err != nil {
+		return nil, nil, err
+	}
+	if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() {
+		_ = f.Close()
+		if err == nil {
+			err = fmt.Errorf("%q is not a regular file", path)
+		}
+		return nil, nil, err
+	}
+	return f, st, nil
 }
 
 // yamlTypeNames turns the names of the internal decoding types in YAML

@@ -1,9 +1,11 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -423,16 +425,30 @@ func TestNameCharacters(t *testing.T) {
 }
 
 func TestUnreadableKeyFile(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root can read any file")
+	cases := map[string]struct {
+		make func(path string) error
+		want string
+	}{
+		"directory":            {func(p string) error { return os.Mkdir(p, 0o700) }, `app_key_file: "%s" is not a regular file`},
+		"fifo":                 {func(p string) error { return syscall.Mkfifo(p, 0o600) }, `app_key_file: "%s" is not a regular file`},
+		"dangling symlink":     {func(p string) error { return os.Symlink(p+".nowhere", p) }, "app_key_file: stat %s: no such file or directory"},
+		"symlink to /dev/zero": {func(p string) error { return os.Symlink("/dev/zero", p) }, `app_key_file: "%s" is not a regular file`},
+		"unreadable":           {func(p string) error { return os.WriteFile(p, []byte("SECRET-unreadable"), 0o000) }, "app_key_file: open %s: permission denied"},
 	}
-	tmp := t.TempDir()
-	key := filepath.Join(tmp, "a.key")
-	require.NoError(t, os.WriteFile(key, []byte("SECRET-unreadable"), 0o000))
-	_, err := Parse([]byte("apps: [{name: a, app_id: '1', app_key_file: a.key}]"), tmp)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), `app "a" (apps[0]): app_key_file: open `)
-	assert.NotContains(t, err.Error(), secretMarker)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if name == "unreadable" && os.Geteuid() == 0 {
+				t.Skip("root can read any file")
+			}
+			tmp := t.TempDir()
+			key := filepath.Join(tmp, "a.key")
+			require.NoError(t, tc.make(key))
+			_, err := Parse([]byte("apps: [{name: a, app_id: '1', app_key_file: a.key}]"), tmp)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), `app "a" (apps[0]): `+fmt.Sprintf(tc.want, key))
+			assert.NotContains(t, err.Error(), secretMarker)
+		})
+	}
 }
 
 func TestLoadMissingFile(t *testing.T) {
