@@ -206,6 +206,10 @@ func (a *API) UnmarshalYAML(unmarshal func(any) error) error {
 	*a = DefaultAPI
 	type plainAPI API
 	if err := unmarshal((*plainAPI)(a)); err != nil {
+		if uerr := (*url.Error)(nil); errors.As(err, &uerr) {
+			// Its text quotes the URL, which may hold a password.
+			return errors.New("api.http_client.proxy_url: not a valid URL")
+		}
 		return locateError("api", err)
 	}
 	// The YAML decoder zeroes a section left empty ("http_client:" alone,
@@ -285,22 +289,17 @@ func (c *Config) validate() error {
 }
 
 func (a *API) validate() error {
+	// A URL is never echoed, nor the text of its parse error (which quotes
+	// it): it may hold a password or a token (docs/platform-api.md#redaction).
 	u, err := url.Parse(a.BaseURL)
-	if err != nil {
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err // the url.Error repeats the URL, which may hold user info
-		}
-		return fmt.Errorf("api.base_url: not a valid URL: %w", err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("api.base_url: must be an absolute http or https URL, got %q", u.Redacted())
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("api.base_url: not a valid absolute URL (http or https)")
 	}
 	if u.User != nil {
 		return errors.New("api.base_url: must not contain user info: credentials are per app")
 	}
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		return fmt.Errorf("api.base_url: must not have a query or a fragment, got %q", u.Redacted())
+		return errors.New("api.base_url: must not have a query or a fragment")
 	}
 	a.BaseURL = strings.TrimRight(a.BaseURL, "/")
 
@@ -351,6 +350,14 @@ func (a *API) validateHTTPClientConfig() error {
 	}
 	if len(found) > 0 {
 		return fmt.Errorf("api.http_client: %s must not be set: %s", strings.Join(found, ", "), perApp)
+	}
+	if u := hc.ProxyURL.URL; u != nil && *u != (url.URL{}) {
+		switch {
+		case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5", u.Host == "", u.Opaque != "":
+			return errors.New("api.http_client.proxy_url: not a valid absolute URL (http, https or socks5)")
+		case (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+			return errors.New("api.http_client.proxy_url: must be scheme://[user:password@]host[:port], without path, query or fragment")
+		}
 	}
 	if err := hc.Validate(); err != nil {
 		return fmt.Errorf("api.http_client: %w", err)
@@ -472,6 +479,7 @@ var yamlTypeNames = strings.NewReplacer(
 	"config.plainConfig", "the top level",
 	"config.plainAPI", "section api",
 	"config.plainApp", "an entry of apps",
+	"config.plain", "a string", // a secret
 )
 
 // locateError prefixes the errors returned by the decoders of field values
@@ -485,12 +493,17 @@ func locateError(where string, err error) error {
 	return fmt.Errorf("%s: %w", where, err)
 }
 
+// yamlValue matches the value a YAML type error quotes (its first
+// characters): what failed to parse is never echoed, the line number
+// locates it.
+var yamlValue = regexp.MustCompile(" `[^`]*`")
+
 func yamlError(err error) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
 		msgs := make([]string, len(te.Errors))
 		for i, m := range te.Errors {
-			msgs[i] = yamlTypeNames.Replace(m)
+			msgs[i] = yamlTypeNames.Replace(yamlValue.ReplaceAllString(m, ""))
 		}
 		return fmt.Errorf("parsing YAML: %s", strings.Join(msgs, "; "))
 	}
