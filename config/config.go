@@ -134,13 +134,19 @@ func (a App) UsesKey() bool {
 }
 
 // Load reads and parses the configuration file at path. Relative *_file
-// paths in it are resolved against the directory of the file.
+// paths in it are resolved against the directory of the file, once
+// symbolic links are followed: a configuration linked from elsewhere
+// finds its key files beside the real file.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path) // #nosec G304 -- the operator names the configuration file
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
 	}
-	dir := filepath.Dir(path)
+	resolved := path
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		resolved = p
+	}
+	dir := filepath.Dir(resolved)
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}

@@ -208,6 +208,21 @@ func TestRelativeFilePaths(t *testing.T) {
 		assert.Equal(t, filepath.Join(tmp, "keys", "a.key"), cfg.Apps[0].AppKeyFile)
 	})
 
+	t.Run("against the real directory of a symlinked file", func(t *testing.T) {
+		home := t.TempDir()
+		require.NoError(t, os.MkdirAll(filepath.Join(home, "keys"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(home, "keys", "a.key"), []byte("fake"), 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(home, "duix.yml"), []byte("apps: [{name: a, app_id: '1', app_key_file: keys/a.key}]\n"), 0o600))
+		link := filepath.Join(t.TempDir(), "duix.yml") // another directory, without keys/
+		require.NoError(t, os.Symlink(filepath.Join(home, "duix.yml"), link))
+
+		cfg, err := Load(link)
+		require.NoError(t, err)
+		want, err := filepath.EvalSymlinks(filepath.Join(home, "keys", "a.key"))
+		require.NoError(t, err)
+		assert.Equal(t, want, cfg.Apps[0].AppKeyFile)
+	})
+
 	t.Run("Parse joins with dir", func(t *testing.T) {
 		cfg, err := Parse([]byte("apps: [{name: a, app_id: '1', token_file: secrets/support.token}]\n"), dir)
 		require.NoError(t, err)
