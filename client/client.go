@@ -370,27 +370,32 @@ func describeToken(tok json.Token) string {
 
 // skipValue consumes one JSON value without keeping it.
 func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok == json.Delim('{') || tok == json.Delim('[') {
+		return skipRest(dec)
+	}
+	return nil
+}
+
+// skipRest consumes the rest of an object or array whose opening delimiter
+// has been read.
+func skipRest(dec *json.Decoder) error {
+	for depth := 1; depth > 0; {
 		tok, err := dec.Token()
 		if err != nil {
-			if err == io.EOF {
-				return io.ErrUnexpectedEOF
-			}
 			return err
 		}
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '{', '[':
-				depth++
-			default:
-				depth--
-			}
-		}
-		if depth == 0 {
-			return nil
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
 		}
 	}
+	return nil
 }
 
 // limitedBody caps what is read and remembers the first read error that is
