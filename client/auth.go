@@ -15,13 +15,9 @@ import (
 	"github.com/duix-exporter/duix_exporter/config"
 )
 
-// Header styles: how the access token travels.
-const (
-	// HeaderAuthorization sends "Authorization: Bearer <token>" (interface.md).
-	HeaderAuthorization = "authorization"
-	// HeaderToken sends "token: <token>" (the public reference's API-key header).
-	HeaderToken = "token"
-)
+// tokenHeader is the header that carries the token when the header style is
+// config.AuthHeaderToken (docs/platform-api.md#authentication).
+const tokenHeader = "token"
 
 // TokenSource yields the access token to send with a request.
 type TokenSource interface {
@@ -190,10 +186,6 @@ func NewFileKey(path string, hook SecretFileHook) *FileKey {
 // Key implements KeySource.
 func (k *FileKey) Key() ([]byte, bool, error) { return k.f.read() }
 
-// DefaultTokenTTL is the lifetime of minted tokens when none is configured;
-// the platform reference's example uses 1800 s.
-const DefaultTokenTTL = 30 * time.Minute
-
 // JWTSource mints access tokens the way the platform documents: a JWT signed
 // with HS256 using the appKey, with the claims appId, iat and exp. A token is
 // reused until it is within its renewal margin of expiry, then a new one is
@@ -211,10 +203,10 @@ type JWTSource struct {
 }
 
 // NewJWTSource returns a TokenSource minting tokens for appID. A zero ttl
-// means DefaultTokenTTL; a nil now means time.Now.
+// means config.DefaultTokenTTL; a nil now means time.Now.
 func NewJWTSource(appID string, key KeySource, ttl time.Duration, now func() time.Time) *JWTSource {
 	if ttl <= 0 {
-		ttl = DefaultTokenTTL
+		ttl = time.Duration(config.DefaultTokenTTL)
 	}
 	if now == nil {
 		now = time.Now

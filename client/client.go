@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/semaphore"
+
+	"github.com/duix-exporter/duix_exporter/config"
 )
 
 // Endpoints of the platform, named as in interface.md.
@@ -31,9 +33,6 @@ const (
 // Endpoints lists every endpoint the client calls.
 var Endpoints = []string{EndpointConversation, EndpointConcurrency, EndpointSessions, EndpointStop}
 
-// DefaultMaxResponseBytes caps a response body when no cap is configured.
-const DefaultMaxResponseBytes = 16 << 20
-
 // Transport is what every app's client shares: the HTTP client with its
 // connection pool, the base address, limits and instrumentation.
 type Transport struct {
@@ -43,11 +42,12 @@ type Transport struct {
 	// BaseURL ends in the sdk area and v2, e.g.
 	// https://app.duix.ai/duix-openapi-v2/sdk/v2.
 	BaseURL *url.URL
-	// HeaderStyle is HeaderAuthorization (default) or HeaderToken.
+	// HeaderStyle is config.AuthHeaderAuthorization (default) or
+	// config.AuthHeaderToken.
 	HeaderStyle string
 	// Timeout bounds each request (0: only the caller's context).
 	Timeout time.Duration
-	// MaxResponseBytes caps each body (0: DefaultMaxResponseBytes).
+	// MaxResponseBytes caps each body (0: config.DefaultMaxResponseBytes).
 	MaxResponseBytes int64
 	// Limit bounds the requests in flight across all apps (nil: unbounded).
 	Limit *semaphore.Weighted
@@ -75,9 +75,6 @@ type Client struct {
 func New(t *Transport, appID string, ts TokenSource) *Client {
 	return &Client{t: t, appID: appID, tokens: ts, now: time.Now}
 }
-
-// AppID is the application ID this client acts for.
-func (c *Client) AppID() string { return c.appID }
 
 // RetryAfter is the time before which the client refuses to call the
 // platform because of an earlier 429 (zero when not rate limited).
@@ -158,8 +155,8 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, deco
 	if c.t.UserAgent != "" {
 		req.Header.Set("User-Agent", c.t.UserAgent)
 	}
-	if c.t.HeaderStyle == HeaderToken {
-		req.Header.Set("token", token)
+	if c.t.HeaderStyle == config.AuthHeaderToken {
+		req.Header.Set(tokenHeader, token)
 	} else {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -182,7 +179,7 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, deco
 
 	maxBytes := c.t.MaxResponseBytes
 	if maxBytes <= 0 {
-		maxBytes = DefaultMaxResponseBytes
+		maxBytes = config.DefaultMaxResponseBytes
 	}
 	body := &limitedBody{r: resp.Body, left: maxBytes}
 

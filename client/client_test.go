@@ -13,11 +13,11 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/duix-exporter/duix_exporter/client"
+	"github.com/duix-exporter/duix_exporter/config"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -57,7 +57,7 @@ func (f *fixture) client() *client.Client {
 }
 
 func TestConcurrencyBothHeaderStyles(t *testing.T) {
-	for _, header := range []string{client.HeaderAuthorization, client.HeaderToken} {
+	for _, header := range []string{config.AuthHeaderAuthorization, config.AuthHeaderToken} {
 		t.Run(header, func(t *testing.T) {
 			f := newFixture(t, header)
 			for range 3 {
@@ -67,7 +67,7 @@ func TestConcurrencyBothHeaderStyles(t *testing.T) {
 			got, err := f.client().Concurrency(context.Background())
 			require.NoError(t, err)
 			assert.Equal(t, &client.Concurrency{CropID: "corp-7", TotalConcurrentNumber: 10, UserConcurrentNumber: 3}, got)
-			assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.RequestsCounter().WithLabelValues(client.EndpointConcurrency, "200")))
+			assert.Equal(t, 1.0, counterValue(t, f.reg, "duix_api_requests_total", map[string]string{"endpoint": client.EndpointConcurrency, "code": "200"}))
 		})
 	}
 }
@@ -79,7 +79,7 @@ func TestSessionsEveryShape(t *testing.T) {
 	}
 	for name, shape := range shapes {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, client.HeaderAuthorization)
+			f := newFixture(t, config.AuthHeaderAuthorization)
 			f.sim.SetSessionListShape(shape)
 			id1, err := f.sim.StartSession(appID, convID)
 			require.NoError(t, err)
@@ -96,7 +96,7 @@ func TestSessionsEveryShape(t *testing.T) {
 		})
 	}
 	t.Run("null", func(t *testing.T) {
-		f := newFixture(t, client.HeaderAuthorization)
+		f := newFixture(t, config.AuthHeaderAuthorization)
 		f.sim.SetSessionListShape(simulator.ShapeNull)
 		_, err := f.sim.StartSession(appID, convID)
 		require.NoError(t, err)
@@ -107,7 +107,7 @@ func TestSessionsEveryShape(t *testing.T) {
 }
 
 func TestConversationDetails(t *testing.T) {
-	f := newFixture(t, client.HeaderAuthorization)
+	f := newFixture(t, config.AuthHeaderAuthorization)
 	conv, err := f.client().Conversation(context.Background(), convID)
 	require.NoError(t, err)
 	assert.Equal(t, convID, conv.ID)
@@ -130,7 +130,7 @@ func TestConversationDetails(t *testing.T) {
 }
 
 func TestStopSession(t *testing.T) {
-	f := newFixture(t, client.HeaderToken)
+	f := newFixture(t, config.AuthHeaderToken)
 	c := f.client()
 	id, err := f.sim.StartSession(appID, convID)
 	require.NoError(t, err)
@@ -210,7 +210,7 @@ func TestJWTSourceConcurrentUse(t *testing.T) {
 }
 
 func TestExpiredStaticTokenIsAnAuthError(t *testing.T) {
-	f := newFixture(t, client.HeaderAuthorization)
+	f := newFixture(t, config.AuthHeaderAuthorization)
 	past := time.Now().Add(-time.Hour)
 	tok, err := simulator.MintToken(appID, appKey, past.Add(-30*time.Minute), past)
 	require.NoError(t, err)
@@ -225,7 +225,7 @@ func TestExpiredStaticTokenIsAnAuthError(t *testing.T) {
 }
 
 func TestTokenFileIsReReadWhenItChanges(t *testing.T) {
-	f := newFixture(t, client.HeaderAuthorization)
+	f := newFixture(t, config.AuthHeaderAuthorization)
 	path := filepath.Join(t.TempDir(), "token")
 	expired, err := simulator.MintToken(appID, appKey, time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour))
 	require.NoError(t, err)
@@ -252,7 +252,7 @@ func TestTokenFileIsReReadWhenItChanges(t *testing.T) {
 }
 
 func TestAppKeyFileRotation(t *testing.T) {
-	f := newFixture(t, client.HeaderAuthorization)
+	f := newFixture(t, config.AuthHeaderAuthorization)
 	path := filepath.Join(t.TempDir(), "key")
 	require.NoError(t, os.WriteFile(path, []byte("old-key"), 0o600))
 	c := client.New(f.t, appID, client.NewJWTSource(appID, client.NewFileKey(path, nil), 0, nil))
@@ -316,7 +316,7 @@ func TestFaultsMapToErrorTypes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, client.HeaderAuthorization)
+			f := newFixture(t, config.AuthHeaderAuthorization)
 			f.t.Timeout = 500 * time.Millisecond
 			f.t.MaxResponseBytes = 16 << 10
 			f.sim.SetFault(appID, client.EndpointConcurrency, tc.fault)
@@ -336,7 +336,7 @@ func TestFaultsMapToErrorTypes(t *testing.T) {
 }
 
 func TestCodeAsNumberIsAccepted(t *testing.T) {
-	f := newFixture(t, client.HeaderAuthorization)
+	f := newFixture(t, config.AuthHeaderAuthorization)
 	f.sim.SetFault(appID, "", simulator.Fault{Kind: simulator.FaultCodeAsNumber})
 	c := f.client()
 	_, err := c.Concurrency(context.Background())
@@ -348,7 +348,7 @@ func TestCodeAsNumberIsAccepted(t *testing.T) {
 }
 
 func TestNullSessionDataIsEmptyButNullConcurrencyIsAnError(t *testing.T) {
-	f := newFixture(t, client.HeaderAuthorization)
+	f := newFixture(t, config.AuthHeaderAuthorization)
 	f.sim.SetFault(appID, "", simulator.Fault{Kind: simulator.FaultNullData})
 	c := f.client()
 	s, err := c.Sessions(context.Background())
@@ -359,7 +359,7 @@ func TestNullSessionDataIsEmptyButNullConcurrencyIsAnError(t *testing.T) {
 }
 
 func TestRetryAfterIsHonoured(t *testing.T) {
-	f := newFixture(t, client.HeaderAuthorization)
+	f := newFixture(t, config.AuthHeaderAuthorization)
 	f.sim.SetFault(appID, client.EndpointConcurrency, simulator.Fault{Kind: simulator.FaultRateLimit429, RetryAfter: time.Minute, Times: 1})
 	c := f.client()
 	_, err := c.Concurrency(context.Background())
@@ -373,7 +373,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 }
 
 func TestTimeoutFromLatency(t *testing.T) {
-	f := newFixture(t, client.HeaderAuthorization)
+	f := newFixture(t, config.AuthHeaderAuthorization)
 	f.t.Timeout = 100 * time.Millisecond
 	f.sim.SetLatency(appID, "", time.Second)
 	start := time.Now()
@@ -382,11 +382,11 @@ func TestTimeoutFromLatency(t *testing.T) {
 	var te *client.TimeoutError
 	require.ErrorAs(t, err, &te)
 	assert.Equal(t, client.ReasonTimeout, client.Reason(err))
-	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.RequestsCounter().WithLabelValues(client.EndpointConcurrency, "error")))
+	assert.Equal(t, 1.0, counterValue(t, f.reg, "duix_api_requests_total", map[string]string{"endpoint": client.EndpointConcurrency, "code": "error"}))
 }
 
 func TestConnectionRefusedIsANetworkError(t *testing.T) {
-	f := newFixture(t, client.HeaderAuthorization)
+	f := newFixture(t, config.AuthHeaderAuthorization)
 	f.srv.Close()
 	_, err := f.client().Concurrency(context.Background())
 	assert.Equal(t, client.ReasonNetwork, client.Reason(err))
@@ -394,7 +394,7 @@ func TestConnectionRefusedIsANetworkError(t *testing.T) {
 }
 
 func TestEachSessionCallbackErrorIsReturnedAsIs(t *testing.T) {
-	f := newFixture(t, client.HeaderAuthorization)
+	f := newFixture(t, config.AuthHeaderAuthorization)
 	_, err := f.sim.StartSession(appID, convID)
 	require.NoError(t, err)
 	stop := errors.New("stop here")

@@ -41,9 +41,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// RequestsCounter exposes the request counter, for tests.
-func (m *Metrics) RequestsCounter() *prometheus.CounterVec { return m.requests }
-
 func (m *Metrics) secretFileRefused(kind string) {
 	if m == nil {
 		return

@@ -97,7 +97,7 @@ func keepCredentialsHome(next func(*http.Request, []*http.Request) error) func(*
 		for _, r := range append(via[1:], req) {
 			if !sameOrigin(r.URL, via[0].URL) {
 				req.Header.Del("Authorization")
-				req.Header.Del(HeaderToken)
+				req.Header.Del(tokenHeader)
 				break
 			}
 		}

@@ -36,7 +36,7 @@ func assertNoPrefix(t *testing.T, text, secret, what string) {
 func echoOffset(t *testing.T, kind simulator.FaultKind, status int, header string, raw bool) int {
 	t.Helper()
 	plain := "GET " + simulator.BasePath + "/" + simulator.EndpointConcurrency + "?appId=" + appID + " HTTP/1.1\r\n"
-	if header == client.HeaderToken {
+	if header == config.AuthHeaderToken {
 		plain += "Token: "
 	} else {
 		plain += "Authorization: Bearer "
@@ -77,7 +77,7 @@ func TestSecretsStraddlingTheCutAreRedacted(t *testing.T) {
 		{"success false", simulator.FaultEchoRequestJSON, http.StatusOK, false},
 	}
 	for srcName, source := range sources {
-		for _, header := range []string{client.HeaderAuthorization, client.HeaderToken} {
+		for _, header := range []string{config.AuthHeaderAuthorization, config.AuthHeaderToken} {
 			for _, fc := range faults {
 				t.Run(srcName+"/"+header+"/"+fc.name, func(t *testing.T) {
 					f := newFixture(t, header)

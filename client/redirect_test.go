@@ -97,7 +97,7 @@ func TestTokensNeverFollowARedirectElsewhere(t *testing.T) {
 	const trustAny = "    tls_config: {insecure_skip_verify: true}"
 
 	for credName, cred := range credentials {
-		for _, header := range []string{client.HeaderAuthorization, client.HeaderToken} {
+		for _, header := range []string{config.AuthHeaderAuthorization, config.AuthHeaderToken} {
 			for targetName, target := range targets {
 				t.Run(credName+"/"+header+"/"+targetName, func(t *testing.T) {
 					other.reset()
@@ -118,7 +118,7 @@ func TestTokensNeverFollowARedirectElsewhere(t *testing.T) {
 
 	// A redirect on the same origin keeps the credential: the call works.
 	for credName, cred := range credentials {
-		for _, header := range []string{client.HeaderAuthorization, client.HeaderToken} {
+		for _, header := range []string{config.AuthHeaderAuthorization, config.AuthHeaderToken} {
 			t.Run("same origin/"+credName+"/"+header, func(t *testing.T) {
 				rec := &recorder{sim: sim}
 				var srv *httptest.Server
@@ -158,7 +158,7 @@ func TestTokensAreNotRestoredWhenARedirectComesBack(t *testing.T) {
 	away = httptest.NewServer(redirectTo(func() string { return first.URL + "/moved" }))
 	t.Cleanup(away.Close)
 
-	c := poolFor(t, first.URL, client.HeaderToken, fmt.Sprintf("app_key: %q", appKey), "")
+	c := poolFor(t, first.URL, config.AuthHeaderToken, fmt.Sprintf("app_key: %q", appKey), "")
 	_, err := c.Concurrency(context.Background())
 	assert.Equal(t, client.ReasonAuth, client.Reason(err))
 	require.NotNil(t, home.headers())
