@@ -22,7 +22,7 @@ import (
 	"github.com/duix-exporter/duix_exporter/config"
 )
 
-// Endpoints of the platform, named as in interface.md.
+// Endpoints of the platform (docs/platform-api.md#operations).
 const (
 	EndpointConversation = "getConversationById"
 	EndpointConcurrency  = "getconcurrentNumber"
@@ -87,7 +87,7 @@ func (c *Client) RetryAfter() time.Time {
 	return time.Time{}
 }
 
-// envelope holds the fields around data (interface.md §2.1).
+// envelope holds the fields around data (docs/platform-api.md#envelope).
 type envelope struct {
 	Code    Code
 	Message string
