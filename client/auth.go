@@ -5,20 +5,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/duix-exporter/duix_exporter/config"
 )
 
-// Header styles: how the access token travels.
-const (
-	// HeaderAuthorization sends "Authorization: Bearer <token>" (interface.md).
-	HeaderAuthorization = "authorization"
-	// HeaderToken sends "token: <token>" (the public reference's API-key header).
-	HeaderToken = "token"
-)
+// tokenHeader is the header that carries the token when the header style is
+// config.AuthHeaderToken (docs/platform-api.md#authentication).
+const tokenHeader = "token"
 
 // TokenSource yields the access token to send with a request.
 type TokenSource interface {
@@ -36,54 +35,118 @@ func (t StaticToken) Token(context.Context) (string, error) {
 	return string(t), nil
 }
 
-// secretFile reads a small secret from a file and re-reads it whenever the
-// file's size or modification time changes, so a rotated token or key is
-// picked up without a restart.
+// Kinds of secret file, the kind label of
+// duix_exporter_secret_file_errors_total.
+const (
+	SecretKey   = "key"
+	SecretToken = "token"
+)
+
+// SecretFileHook is told each time a key or token file that changed is
+// refused (not a regular file, too large, empty, unreadable, gone): kind is
+// SecretKey or SecretToken. The last good secret stays in use. err names
+// the file, never its content.
+type SecretFileHook func(kind, path string, err error)
+
+// secretFile reads a small secret from a file and reads it again whenever
+// the file changes, so that a rotated token or key is picked up without a
+// restart. Every read is as careful as the first (see readSecretFile); a
+// changed file that is refused leaves the last good secret in use.
 type secretFile struct {
 	path string
+	kind string
+	hook SecretFileHook
 
 	mu      sync.Mutex
-	modTime time.Time
-	size    int64
+	info    os.FileInfo // of the file the value was read from
 	value   []byte
+	refused string // the state last refused, so that it is reported once
 }
 
 // maxSecretFile bounds what is read from a token or key file.
 const maxSecretFile = 64 << 10
 
-// read returns the trimmed content and whether it changed since the last read.
+// read returns the secret and whether it changed since the last read. It
+// fails only when no good secret was ever read.
 func (f *secretFile) read() ([]byte, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st, err := os.Stat(f.path)
+	if f.value != nil {
+		if st, err := os.Stat(f.path); err == nil && sameFile(st, f.info) {
+			return f.value, false, nil
+		}
+	}
+	b, st, err := readSecretFile(f.path)
 	if err != nil {
-		return nil, false, fmt.Errorf("reading %s: %w", f.path, errors.Unwrap(err))
+		f.refuse(err)
+		if f.value != nil {
+			return f.value, false, nil
+		}
+		return nil, false, err
 	}
-	if f.value != nil && st.ModTime().Equal(f.modTime) && st.Size() == f.size {
-		return f.value, false, nil
-	}
-	if st.Size() > maxSecretFile {
-		return nil, false, fmt.Errorf("reading %s: file larger than %d bytes", f.path, maxSecretFile)
-	}
-	b, err := os.ReadFile(f.path)
-	if err != nil {
-		return nil, false, fmt.Errorf("reading %s: %w", f.path, errors.Unwrap(err))
-	}
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return nil, false, fmt.Errorf("%s is empty", f.path)
-	}
+	f.refused = ""
 	changed := !bytes.Equal(b, f.value)
-	f.value, f.modTime, f.size = b, st.ModTime(), st.Size()
+	f.value, f.info = b, st
 	return b, changed, nil
 }
 
-// FileToken is a ready-made access token kept in a file, re-read when the
-// file changes.
+// refuse reports a refused file once for each state it is found in.
+func (f *secretFile) refuse(err error) {
+	state := err.Error()
+	if st, serr := os.Stat(f.path); serr == nil {
+		state += fmt.Sprintf("|%v|%d|%d", st.Mode(), st.Size(), st.ModTime().UnixNano())
+	}
+	if state == f.refused {
+		return
+	}
+	f.refused = state
+	if f.hook != nil {
+		f.hook(f.kind, f.path, err)
+	}
+}
+
+// sameFile reports whether st is the file last read, unchanged.
+func sameFile(st, last os.FileInfo) bool {
+	return last != nil && os.SameFile(st, last) && st.ModTime().Equal(last.ModTime()) && st.Size() == last.Size()
+}
+
+// readSecretFile reads a secret: the file must be a regular file (after
+// symbolic links) of at most maxSecretFile bytes, not empty once white
+// space is trimmed. It is opened without blocking, so that a FIFO put in
+// its place cannot hang the caller, and checked again once open, so that
+// it cannot be swapped between the check and the read.
+func readSecretFile(path string) ([]byte, os.FileInfo, error) {
+	fd, st, err := config.OpenSecretFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer fd.Close()
+	if st.Size() > maxSecretFile {
+		return nil, nil, fmt.Errorf("%s: larger than %d bytes", path, maxSecretFile)
+	}
+	b, err := io.ReadAll(io.LimitReader(fd, maxSecretFile+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", path, errors.Unwrap(err))
+	}
+	if len(b) > maxSecretFile {
+		return nil, nil, fmt.Errorf("%s: larger than %d bytes", path, maxSecretFile)
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil, nil, fmt.Errorf("%s is empty", path)
+	}
+	return b, st, nil
+}
+
+// FileToken is a ready-made access token kept in a file, read again when
+// the file changes.
 type FileToken struct{ f secretFile }
 
-// NewFileToken returns a TokenSource reading path.
-func NewFileToken(path string) *FileToken { return &FileToken{f: secretFile{path: path}} }
+// NewFileToken returns a TokenSource reading path; hook (may be nil) is
+// told when a changed file is refused.
+func NewFileToken(path string, hook SecretFileHook) *FileToken {
+	return &FileToken{f: secretFile{path: path, kind: SecretToken, hook: hook}}
+}
 
 // Token implements TokenSource.
 func (t *FileToken) Token(context.Context) (string, error) {
@@ -111,18 +174,17 @@ func (k StaticKey) Key() ([]byte, bool, error) {
 	return []byte(k), false, nil
 }
 
-// FileKey is an appKey kept in a file, re-read when the file changes.
+// FileKey is an appKey kept in a file, read again when the file changes.
 type FileKey struct{ f secretFile }
 
-// NewFileKey returns a KeySource reading path.
-func NewFileKey(path string) *FileKey { return &FileKey{f: secretFile{path: path}} }
+// NewFileKey returns a KeySource reading path; hook (may be nil) is told
+// when a changed file is refused.
+func NewFileKey(path string, hook SecretFileHook) *FileKey {
+	return &FileKey{f: secretFile{path: path, kind: SecretKey, hook: hook}}
+}
 
 // Key implements KeySource.
 func (k *FileKey) Key() ([]byte, bool, error) { return k.f.read() }
-
-// DefaultTokenTTL is the lifetime of minted tokens when none is configured;
-// the platform reference's example uses 1800 s.
-const DefaultTokenTTL = 30 * time.Minute
 
 // JWTSource mints access tokens the way the platform documents: a JWT signed
 // with HS256 using the appKey, with the claims appId, iat and exp. A token is
@@ -134,16 +196,17 @@ type JWTSource struct {
 	ttl   time.Duration
 	now   func() time.Time
 
-	mu     sync.Mutex
-	token  string
-	expiry time.Time
+	mu      sync.Mutex
+	token   string
+	expiry  time.Time
+	lastKey []byte
 }
 
 // NewJWTSource returns a TokenSource minting tokens for appID. A zero ttl
-// means DefaultTokenTTL; a nil now means time.Now.
+// means config.DefaultTokenTTL; a nil now means time.Now.
 func NewJWTSource(appID string, key KeySource, ttl time.Duration, now func() time.Time) *JWTSource {
 	if ttl <= 0 {
-		ttl = DefaultTokenTTL
+		ttl = time.Duration(config.DefaultTokenTTL)
 	}
 	if now == nil {
 		now = time.Now
@@ -155,6 +218,17 @@ func NewJWTSource(appID string, key KeySource, ttl time.Duration, now func() tim
 // lifetime, at most five minutes, so a token never expires in flight.
 func (s *JWTSource) renewMargin() time.Duration {
 	return min(s.ttl/5, 5*time.Minute)
+}
+
+// keyed is a token source that signs with a key, which must be kept out of
+// errors as well as its tokens.
+type keyed interface{ signingKey() string }
+
+// signingKey returns the key the last token was signed with.
+func (s *JWTSource) signingKey() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.lastKey)
 }
 
 // Token implements TokenSource.
@@ -178,6 +252,6 @@ func (s *JWTSource) Token(context.Context) (string, error) {
 	if err != nil {
 		return "", &AuthError{Err: errors.New("signing the access token failed")}
 	}
-	s.token, s.expiry = tok, exp
+	s.token, s.expiry, s.lastKey = tok, exp, key
 	return tok, nil
 }

@@ -18,9 +18,11 @@ import (
 	"time"
 
 	"golang.org/x/sync/semaphore"
+
+	"github.com/duix-exporter/duix_exporter/config"
 )
 
-// Endpoints of the platform, named as in interface.md.
+// Endpoints of the platform (docs/platform-api.md#operations).
 const (
 	EndpointConversation = "getConversationById"
 	EndpointConcurrency  = "getconcurrentNumber"
@@ -31,9 +33,6 @@ const (
 // Endpoints lists every endpoint the client calls.
 var Endpoints = []string{EndpointConversation, EndpointConcurrency, EndpointSessions, EndpointStop}
 
-// DefaultMaxResponseBytes caps a response body when no cap is configured.
-const DefaultMaxResponseBytes = 16 << 20
-
 // Transport is what every app's client shares: the HTTP client with its
 // connection pool, the base address, limits and instrumentation.
 type Transport struct {
@@ -43,11 +42,12 @@ type Transport struct {
 	// BaseURL ends in the sdk area and v2, e.g.
 	// https://app.duix.ai/duix-openapi-v2/sdk/v2.
 	BaseURL *url.URL
-	// HeaderStyle is HeaderAuthorization (default) or HeaderToken.
+	// HeaderStyle is config.AuthHeaderAuthorization (default) or
+	// config.AuthHeaderToken.
 	HeaderStyle string
 	// Timeout bounds each request (0: only the caller's context).
 	Timeout time.Duration
-	// MaxResponseBytes caps each body (0: DefaultMaxResponseBytes).
+	// MaxResponseBytes caps each body (0: config.DefaultMaxResponseBytes).
 	MaxResponseBytes int64
 	// Limit bounds the requests in flight across all apps (nil: unbounded).
 	Limit *semaphore.Weighted
@@ -55,6 +55,9 @@ type Transport struct {
 	Metrics *Metrics
 	// UserAgent is sent with every request.
 	UserAgent string
+	// Secrets are the other credentials the transport sends (proxy user
+	// info and headers): like the token, they never appear in an error.
+	Secrets []string
 }
 
 // Client calls the platform on behalf of one app.
@@ -73,9 +76,6 @@ func New(t *Transport, appID string, ts TokenSource) *Client {
 	return &Client{t: t, appID: appID, tokens: ts, now: time.Now}
 }
 
-// AppID is the application ID this client acts for.
-func (c *Client) AppID() string { return c.appID }
-
 // RetryAfter is the time before which the client refuses to call the
 // platform because of an earlier 429 (zero when not rate limited).
 func (c *Client) RetryAfter() time.Time {
@@ -87,7 +87,7 @@ func (c *Client) RetryAfter() time.Time {
 	return time.Time{}
 }
 
-// envelope holds the fields around data (interface.md §2.1).
+// envelope holds the fields around data (docs/platform-api.md#envelope).
 type envelope struct {
 	Code    Code
 	Message string
@@ -114,7 +114,7 @@ func (c *Code) UnmarshalJSON(b []byte) error {
 	default:
 		var n json.Number
 		if err := json.Unmarshal(b, &n); err != nil {
-			return fmt.Errorf("code is neither a string nor a number: %s", snippet(b))
+			return errors.New("code is neither a string nor a number")
 		}
 		*c = Code(n.String())
 	}
@@ -136,7 +136,7 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, deco
 	}
 	if c.t.Limit != nil {
 		if err := c.t.Limit.Acquire(ctx, 1); err != nil {
-			return env, classifyTransport(ctx, endpoint, err)
+			return env, c.transportError(ctx, endpoint, err, "")
 		}
 		defer c.t.Limit.Release(1)
 	}
@@ -155,8 +155,8 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, deco
 	if c.t.UserAgent != "" {
 		req.Header.Set("User-Agent", c.t.UserAgent)
 	}
-	if c.t.HeaderStyle == HeaderToken {
-		req.Header.Set("token", token)
+	if c.t.HeaderStyle == config.AuthHeaderToken {
+		req.Header.Set(tokenHeader, token)
 	} else {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -168,7 +168,7 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, deco
 	resp, err := c.t.HTTP.Do(req)
 	if err != nil {
 		status = "error"
-		return env, classifyTransport(ctx, endpoint, err)
+		return env, c.transportError(ctx, endpoint, err, token)
 	}
 	defer func() {
 		// Drain a little so the connection can be reused, then close.
@@ -179,16 +179,20 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, deco
 
 	maxBytes := c.t.MaxResponseBytes
 	if maxBytes <= 0 {
-		maxBytes = DefaultMaxResponseBytes
+		maxBytes = config.DefaultMaxResponseBytes
 	}
 	body := &limitedBody{r: resp.Body, left: maxBytes}
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		b, rerr := io.ReadAll(io.LimitReader(body, maxSnippet))
+		// Read well past what is shown, so that a secret that straddles the
+		// cut is still whole when it is redacted.
+		b, rerr := io.ReadAll(io.LimitReader(body, errorBodyBytes+1))
 		if rerr != nil && len(b) == 0 && ctx.Err() != nil {
-			return env, classifyTransport(ctx, endpoint, rerr)
+			return env, c.transportError(ctx, endpoint, rerr, token)
 		}
-		herr := &HTTPError{Endpoint: endpoint, StatusCode: resp.StatusCode, Snippet: redact(snippet(b), token)}
+		more := rerr != nil || len(b) > errorBodyBytes
+		b = b[:min(len(b), errorBodyBytes)]
+		herr := &HTTPError{Endpoint: endpoint, StatusCode: resp.StatusCode, Snippet: c.clean(b, more, token)}
 		if resp.StatusCode == http.StatusTooManyRequests {
 			herr.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
 			c.backOff(herr.RetryAfter)
@@ -209,11 +213,11 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, deco
 		case errors.Is(body.readErr, ErrBodyTooLarge):
 			return env, &DecodeError{Endpoint: endpoint, Err: fmt.Errorf("%w (%d bytes)", ErrBodyTooLarge, maxBytes)}
 		case body.readErr != nil:
-			return env, classifyTransport(ctx, endpoint, body.readErr)
+			return env, c.transportError(ctx, endpoint, body.readErr, token)
 		case ctx.Err() != nil:
-			return env, classifyTransport(ctx, endpoint, ctx.Err())
+			return env, c.transportError(ctx, endpoint, ctx.Err(), token)
 		}
-		return env, &DecodeError{Endpoint: endpoint, Err: errors.New(redact(err.Error(), token))}
+		return env, &DecodeError{Endpoint: endpoint, Err: errors.New(c.clean([]byte(err.Error()), false, token))}
 	}
 	if env.Success == nil {
 		return env, &DecodeError{Endpoint: endpoint, Err: errors.New("envelope has no success flag")}
@@ -223,7 +227,7 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, deco
 		if msg == "" {
 			msg = env.Msg
 		}
-		aerr := &APIError{Endpoint: endpoint, Code: string(env.Code), Message: redact(truncate(msg, maxSnippet), token)}
+		aerr := &APIError{Endpoint: endpoint, Code: c.clean([]byte(env.Code), false, token), Message: c.clean([]byte(msg), false, token)}
 		if aerr.Code == "429" {
 			c.backOff(time.Minute)
 		}
@@ -363,27 +367,32 @@ func describeToken(tok json.Token) string {
 
 // skipValue consumes one JSON value without keeping it.
 func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok == json.Delim('{') || tok == json.Delim('[') {
+		return skipRest(dec)
+	}
+	return nil
+}
+
+// skipRest consumes the rest of an object or array whose opening delimiter
+// has been read.
+func skipRest(dec *json.Decoder) error {
+	for depth := 1; depth > 0; {
 		tok, err := dec.Token()
 		if err != nil {
-			if err == io.EOF {
-				return io.ErrUnexpectedEOF
-			}
 			return err
 		}
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '{', '[':
-				depth++
-			default:
-				depth--
-			}
-		}
-		if depth == 0 {
-			return nil
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
 		}
 	}
+	return nil
 }
 
 // limitedBody caps what is read and remembers the first read error that is
@@ -416,18 +425,23 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func redact(s, secret string) string {
-	if secret == "" {
-		return s
+// errorBodyBytes bounds what is read of an error body.
+const errorBodyBytes = 64 << 10
+
+// clean passes upstream text through the package's one redaction and
+// truncation path, hiding token and every other credential of the client.
+func (c *Client) clean(text []byte, more bool, token string) string {
+	secrets := append([]string{token}, c.t.Secrets...)
+	if k, ok := c.tokens.(keyed); ok {
+		secrets = append(secrets, k.signingKey())
 	}
-	return strings.ReplaceAll(s, secret, "<redacted>")
+	return clean(text, more, secrets)
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
+// transportError classifies an error from sending a request or reading its
+// body, with its text cleaned like any upstream text.
+func (c *Client) transportError(ctx context.Context, endpoint string, err error, token string) error {
+	return classifyTransport(ctx, endpoint, err, func(s string) string { return c.clean([]byte(s), false, token) })
 }
 
 // Concurrency returns the app's real-time concurrency status

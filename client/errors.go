@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // Reasons reported by Reason, used as the reason label of
@@ -161,13 +159,19 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &apiErr) && apiErr.Code == "404"
 }
 
-// classifyTransport wraps an error from http.Client.Do or from reading a body.
-func classifyTransport(ctx context.Context, endpoint string, err error) error {
+// classifyTransport wraps an error from http.Client.Do or from reading a
+// body; clean hides secrets in its text.
+func classifyTransport(ctx context.Context, endpoint string, err error, clean func(string) string) error {
 	var ne net.Error
-	if ctx.Err() == context.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return &TimeoutError{Endpoint: endpoint, Err: scrub(err)}
+	timeout := ctx.Err() == context.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+	err = scrub(err)
+	if msg := clean(err.Error()); msg != err.Error() {
+		err = &cleanedError{msg: msg, err: err}
 	}
-	return &NetworkError{Endpoint: endpoint, Err: scrub(err)}
+	if timeout {
+		return &TimeoutError{Endpoint: endpoint, Err: err}
+	}
+	return &NetworkError{Endpoint: endpoint, Err: err}
 }
 
 // scrub drops the *url.Error wrapper, whose text repeats the method and the
@@ -181,27 +185,12 @@ func scrub(err error) error {
 	return err
 }
 
-const maxSnippet = 256
-
-// snippet makes a short, printable excerpt of a body.
-func snippet(b []byte) string {
-	if len(b) > maxSnippet {
-		b = b[:maxSnippet]
-	}
-	var sb strings.Builder
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		b = b[size:]
-		switch {
-		case r == utf8.RuneError:
-			sb.WriteByte('?')
-		case r == '\n' || r == '\r' || r == '\t':
-			sb.WriteByte(' ')
-		case r < 0x20 || r == 0x7f:
-			sb.WriteByte('?')
-		default:
-			sb.WriteRune(r)
-		}
-	}
-	return strings.Join(strings.Fields(sb.String()), " ")
+// cleanedError shows a cleaned text in place of its cause's, which it
+// still wraps for errors.Is and errors.As.
+type cleanedError struct {
+	msg string
+	err error
 }
+
+func (e *cleanedError) Error() string { return e.msg }
+func (e *cleanedError) Unwrap() error { return e.err }

@@ -9,8 +9,9 @@ import (
 // Metrics instruments the requests made to the platform. Create it once per
 // process and share it between every app's client.
 type Metrics struct {
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	requests         *prometheus.CounterVec
+	duration         *prometheus.HistogramVec
+	secretFileErrors *prometheus.CounterVec
 }
 
 // NewMetrics creates the client metrics and registers them with reg (if not
@@ -26,15 +27,26 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time from sending a request to the platform API until its body was read, by endpoint.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"endpoint"}),
+		secretFileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "duix_exporter_secret_file_errors_total",
+			Help: "Times a changed app key file (kind=\"key\") or token file (kind=\"token\") was refused (not a regular file, larger than 64 KiB, empty, unreadable or gone); the last good secret stays in use.",
+		}, []string{"kind"}),
+	}
+	for _, kind := range []string{SecretKey, SecretToken} {
+		m.secretFileErrors.WithLabelValues(kind)
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration)
+		reg.MustRegister(m.requests, m.duration, m.secretFileErrors)
 	}
 	return m
 }
 
-// RequestsCounter exposes the request counter, for tests.
-func (m *Metrics) RequestsCounter() *prometheus.CounterVec { return m.requests }
+func (m *Metrics) secretFileRefused(kind string) {
+	if m == nil {
+		return
+	}
+	m.secretFileErrors.WithLabelValues(kind).Inc()
+}
 
 func (m *Metrics) observe(endpoint, code string, d time.Duration) {
 	if m == nil {

@@ -6,8 +6,8 @@ import (
 )
 
 // Conversation is the data object of the conversation-details response
-// (interface.md §2.2). Objects whose shape the interface does not give are
-// kept raw; nullable fields are pointers.
+// (docs/platform-api.md#conversation). Objects whose shape the platform
+// does not document are kept raw; nullable fields are pointers.
 type Conversation struct {
 	ID                    string            `json:"id"`
 	ConversationName      string            `json:"conversationName"`
@@ -31,10 +31,10 @@ type Conversation struct {
 	ScriptDtoList         []ScriptEntry     `json:"scriptDtoList"`
 }
 
-// Gender of a persona (interface.md §2.3).
+// Gender of a persona (docs/platform-api.md#persona-conversationinfodto).
 type Gender int
 
-// Genders named by interface.md §2.3.
+// Genders named by docs/platform-api.md#persona-conversationinfodto.
 const (
 	GenderMale   Gender = 1
 	GenderFemale Gender = 2
@@ -50,7 +50,8 @@ func (g Gender) String() string {
 	return "unknown"
 }
 
-// ConversationInfo is the persona of a conversation (interface.md §2.3).
+// ConversationInfo is the persona of a conversation
+// (docs/platform-api.md#persona-conversationinfodto).
 type ConversationInfo struct {
 	ID         int64  `json:"id"`
 	Name       string `json:"name"`
@@ -63,10 +64,11 @@ type ConversationInfo struct {
 	BackStory  string `json:"backStory"`
 }
 
-// ModelIDType tells a cloud digital human from a local one (interface.md §2.4).
+// ModelIDType tells a cloud digital human from a local one
+// (docs/platform-api.md#resources-detaildto).
 type ModelIDType int
 
-// Model ID types named by interface.md §2.4.
+// Model ID types named by docs/platform-api.md#resources-detaildto.
 const (
 	ModelCloud ModelIDType = 0
 	ModelLocal ModelIDType = 1
@@ -83,7 +85,7 @@ func (m ModelIDType) String() string {
 }
 
 // Detail holds the resources of a conversation: avatar model, background and
-// text-to-speech settings (interface.md §2.4).
+// text-to-speech settings (docs/platform-api.md#resources-detaildto).
 type Detail struct {
 	ID               int64           `json:"id"`
 	ConversationID   string          `json:"conversationId"`
@@ -118,7 +120,8 @@ type Detail struct {
 	LocalModelInfo   json.RawMessage `json:"localModelInfo"`
 }
 
-// Background is the background resource of a conversation (interface.md §2.5).
+// Background is the background resource of a conversation
+// (docs/platform-api.md#resources-detaildto).
 type Background struct {
 	ID             int64   `json:"id"`
 	BackgroundCode string  `json:"backgroundCode"`
@@ -129,7 +132,8 @@ type Background struct {
 	UserID         *string `json:"userId"`
 }
 
-// ModelEntry is one large-model entry of a conversation (interface.md §2.6).
+// ModelEntry is one large-model entry of a conversation
+// (docs/platform-api.md#large-models-modeldtolist).
 type ModelEntry struct {
 	ID             int64  `json:"id"`
 	ConversationID string `json:"conversationId"`
@@ -141,10 +145,11 @@ type ModelEntry struct {
 	BotURL         string `json:"botUrl"`
 }
 
-// ScriptType is the kind of a predefined dialog script (interface.md §2.7).
+// ScriptType is the kind of a predefined dialog script
+// (docs/platform-api.md#scripts-scriptdtolist).
 type ScriptType int
 
-// Script types named by interface.md §2.7.
+// Script types named by docs/platform-api.md#scripts-scriptdtolist.
 const (
 	ScriptWakeUpWord           ScriptType = 0
 	ScriptOpeningLine          ScriptType = 1
@@ -184,7 +189,8 @@ func (t ScriptType) String() string {
 	return "unknown type"
 }
 
-// ScriptEntry is one predefined dialog script (interface.md §2.7).
+// ScriptEntry is one predefined dialog script
+// (docs/platform-api.md#scripts-scriptdtolist).
 type ScriptEntry struct {
 	ID             int64      `json:"id"`
 	ConversationID string     `json:"conversationId"`
@@ -194,7 +200,8 @@ type ScriptEntry struct {
 	Emotion        string     `json:"emotion"`
 }
 
-// Concurrency is the real-time concurrency status of an app (interface.md §2.8).
+// Concurrency is the real-time concurrency status of an app
+// (docs/platform-api.md#concurrency).
 type Concurrency struct {
 	// CropID identifies the owning organization; the platform spells it cropId.
 	CropID string `json:"cropId"`
@@ -204,9 +211,10 @@ type Concurrency struct {
 	UserConcurrentNumber int64 `json:"userConcurrentNumber"`
 }
 
-// Session is one active (in-call) session of an app (interface.md §2.9). The
-// platform does not document the record, so only the ID and the conversation
-// are interpreted; the whole record is kept in Raw.
+// Session is one active (in-call) session of an app
+// (docs/platform-api.md#session-list). The platform does not document the
+// record, so only the ID, the conversation and the start are interpreted;
+// the whole record is kept in Raw when asked for.
 type Session struct {
 	ID             string          `json:"id"`
 	ConversationID string          `json:"conversationId,omitempty"`

@@ -2,7 +2,11 @@ package client
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
+	"os"
+	"slices"
+	"strings"
 	"time"
 
 	promconfig "github.com/prometheus/common/config"
@@ -23,6 +27,10 @@ type PoolOptions struct {
 	UserAgent string
 	// Now is the clock used for minting tokens (nil: time.Now).
 	Now func() time.Time
+	// OnSecretFileError (may be nil) is told, for logging, each time a key
+	// or token file that changed is refused; the last good secret stays in
+	// use. Metrics counts these too.
+	OnSecretFileError SecretFileHook
 }
 
 // NewPool builds the clients for every app of cfg. It makes no request.
@@ -37,6 +45,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api.http_client: %w", err)
 	}
+	httpClient.CheckRedirect = keepCredentialsHome(httpClient.CheckRedirect)
 	t := &Transport{
 		HTTP:             httpClient,
 		BaseURL:          base,
@@ -45,13 +54,20 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		MaxResponseBytes: cfg.API.MaxResponseBytes,
 		Metrics:          opts.Metrics,
 		UserAgent:        opts.UserAgent,
+		Secrets:          transportSecrets(&cfg.API.HTTPClientConfig),
 	}
 	if cfg.API.MaxConcurrency > 0 {
 		t.Limit = semaphore.NewWeighted(int64(cfg.API.MaxConcurrency))
 	}
 	p := &Pool{Transport: t, clients: make(map[string]*Client, len(cfg.Apps))}
+	hook := func(kind, path string, err error) {
+		opts.Metrics.secretFileRefused(kind)
+		if opts.OnSecretFileError != nil {
+			opts.OnSecretFileError(kind, path, err)
+		}
+	}
 	for _, app := range cfg.Apps {
-		c := New(t, app.AppID, TokenSourceFor(app, opts.Now))
+		c := New(t, app.AppID, TokenSourceFor(app, opts.Now, hook))
 		if opts.Now != nil {
 			c.now = opts.Now
 		}
@@ -60,15 +76,100 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	return p, nil
 }
 
-// TokenSourceFor returns the token source an app's configuration asks for.
-func TokenSourceFor(app config.App, now func() time.Time) TokenSource {
+// maxRedirects is how many redirects a request follows, as with net/http.
+const maxRedirects = 10
+
+// keepCredentialsHome wraps the redirect policy next (nil: follow up to
+// maxRedirects) so that a request redirected away from the origin of the
+// first one (another scheme, host or port), and every later hop, carries
+// neither the token header nor Authorization. net/http drops Authorization
+// only when the host name changes, and never a custom header such as token
+// (docs/platform-api.md#redirects).
+func keepCredentialsHome(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if next != nil {
+			if err := next(req, via); err != nil {
+				return err
+			}
+		} else if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		for _, r := range append(via[1:], req) {
+			if !sameOrigin(r.URL, via[0].URL) {
+				req.Header.Del("Authorization")
+				req.Header.Del(tokenHeader)
+				break
+			}
+		}
+		return nil
+	}
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+}
+
+// port returns the port of u, the scheme's default when none is given.
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		return "80"
+	case "https":
+		return "443"
+	}
+	return ""
+}
+
+// transportSecrets lists the credentials the HTTP client sends besides the
+// token: proxy user info (from proxy_url or, when asked, the environment),
+// proxy CONNECT headers and secret extra headers.
+func transportSecrets(hc *promconfig.HTTPClientConfig) []string {
+	var out []string
+	addUser := func(u *url.URL) {
+		if u == nil || u.User == nil {
+			return
+		}
+		user := u.User.Username()
+		pw, _ := u.User.Password()
+		out = append(out, user, pw, basicAuthForm(user, pw))
+	}
+	addUser(hc.ProxyURL.URL)
+	if hc.ProxyFromEnvironment {
+		for _, name := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
+			if u, err := url.Parse(os.Getenv(name)); err == nil {
+				addUser(u)
+			}
+		}
+	}
+	for _, values := range hc.ProxyConnectHeader {
+		for _, v := range values {
+			out = append(out, string(v))
+		}
+	}
+	if hc.HTTPHeaders != nil {
+		for _, h := range hc.HTTPHeaders.Headers {
+			for _, v := range h.Secrets {
+				out = append(out, string(v))
+			}
+		}
+	}
+	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
+}
+
+// TokenSourceFor returns the token source an app's configuration asks for;
+// hook (may be nil) is told when a changed key or token file is refused.
+func TokenSourceFor(app config.App, now func() time.Time, hook SecretFileHook) TokenSource {
 	switch {
 	case app.AppKey != "":
 		return NewJWTSource(app.AppID, StaticKey(app.AppKey), time.Duration(app.TokenTTL), now)
 	case app.AppKeyFile != "":
-		return NewJWTSource(app.AppID, NewFileKey(app.AppKeyFile), time.Duration(app.TokenTTL), now)
+		return NewJWTSource(app.AppID, NewFileKey(app.AppKeyFile, hook), time.Duration(app.TokenTTL), now)
 	case app.TokenFile != "":
-		return NewFileToken(app.TokenFile)
+		return NewFileToken(app.TokenFile, hook)
 	}
 	return StaticToken(app.Token)
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	promconfig "github.com/prometheus/common/config"
@@ -133,13 +134,19 @@ func (a App) UsesKey() bool {
 }
 
 // Load reads and parses the configuration file at path. Relative *_file
-// paths in it are resolved against the directory of the file.
+// paths in it are resolved against the directory of the file, once
+// symbolic links are followed: a configuration linked from elsewhere
+// finds its key files beside the real file.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path) // #nosec G304 -- the operator names the configuration file
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
 	}
-	dir := filepath.Dir(path)
+	resolved := path
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		resolved = p
+	}
+	dir := filepath.Dir(resolved)
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
@@ -205,6 +212,10 @@ func (a *API) UnmarshalYAML(unmarshal func(any) error) error {
 	*a = DefaultAPI
 	type plainAPI API
 	if err := unmarshal((*plainAPI)(a)); err != nil {
+		if uerr := (*url.Error)(nil); errors.As(err, &uerr) {
+			// Its text quotes the URL, which may hold a password.
+			return errors.New("api.http_client.proxy_url: not a valid URL")
+		}
 		return locateError("api", err)
 	}
 	// The YAML decoder zeroes a section left empty ("http_client:" alone,
@@ -284,22 +295,17 @@ func (c *Config) validate() error {
 }
 
 func (a *API) validate() error {
+	// A URL is never echoed, nor the text of its parse error (which quotes
+	// it): it may hold a password or a token (docs/platform-api.md#redaction).
 	u, err := url.Parse(a.BaseURL)
-	if err != nil {
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err // the url.Error repeats the URL, which may hold user info
-		}
-		return fmt.Errorf("api.base_url: not a valid URL: %w", err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("api.base_url: must be an absolute http or https URL, got %q", u.Redacted())
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("api.base_url: not a valid absolute URL (http or https)")
 	}
 	if u.User != nil {
 		return errors.New("api.base_url: must not contain user info: credentials are per app")
 	}
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		return fmt.Errorf("api.base_url: must not have a query or a fragment, got %q", u.Redacted())
+		return errors.New("api.base_url: must not have a query or a fragment")
 	}
 	a.BaseURL = strings.TrimRight(a.BaseURL, "/")
 
@@ -350,6 +356,14 @@ func (a *API) validateHTTPClientConfig() error {
 	}
 	if len(found) > 0 {
 		return fmt.Errorf("api.http_client: %s must not be set: %s", strings.Join(found, ", "), perApp)
+	}
+	if u := hc.ProxyURL.URL; u != nil && *u != (url.URL{}) {
+		switch {
+		case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5", u.Host == "", u.Opaque != "":
+			return errors.New("api.http_client.proxy_url: not a valid absolute URL (http, https or socks5)")
+		case (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+			return errors.New("api.http_client.proxy_url: must be scheme://[user:password@]host[:port], without path, query or fragment")
+		}
 	}
 	if err := hc.Validate(); err != nil {
 		return fmt.Errorf("api.http_client: %w", err)
@@ -421,25 +435,45 @@ func (a *App) validate() error {
 	return nil
 }
 
-// checkFile makes sure path, when set, is a readable regular file. It never
-// reads the content.
+// checkFile makes sure path, when set, is a regular file that can be
+// opened. It never reads the content.
 func checkFile(field, path string) error {
 	if path == "" {
 		return nil
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("%s: %w", field, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: %q is not a regular file", field, path)
-	}
-	f, err := os.Open(path) // #nosec G304 -- a key or token file named by the configuration; opened to check it, never read here
+	f, _, err := OpenSecretFile(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", field, err)
 	}
 	_ = f.Close()
 	return nil
+}
+
+// OpenSecretFile opens a key or token file for reading. It refuses what is
+// not a regular file once symbolic links are followed (a directory, a
+// FIFO, a device such as /dev/zero), and opens without blocking, so that a
+// FIFO swapped in after the check cannot hang the caller; the opened file
+// is checked again. It returns the file and its information.
+func OpenSecretFile(path string) (*os.File, os.FileInfo, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%q is not a regular file", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // #nosec G304 -- a key or token file named by the configuration
+	if err != nil {
+		return nil, nil, err
+	}
+	if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() {
+		_ = f.Close()
+		if err == nil {
+			err = fmt.Errorf("%q is not a regular file", path)
+		}
+		return nil, nil, err
+	}
+	return f, st, nil
 }
 
 // yamlTypeNames turns the names of the internal decoding types in YAML
@@ -451,6 +485,7 @@ var yamlTypeNames = strings.NewReplacer(
 	"config.plainConfig", "the top level",
 	"config.plainAPI", "section api",
 	"config.plainApp", "an entry of apps",
+	"config.plain", "a string", // a secret
 )
 
 // locateError prefixes the errors returned by the decoders of field values
@@ -464,12 +499,17 @@ func locateError(where string, err error) error {
 	return fmt.Errorf("%s: %w", where, err)
 }
 
+// yamlValue matches the value a YAML type error quotes (its first
+// characters): what failed to parse is never echoed, the line number
+// locates it.
+var yamlValue = regexp.MustCompile(" `[^`]*`")
+
 func yamlError(err error) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
 		msgs := make([]string, len(te.Errors))
 		for i, m := range te.Errors {
-			msgs[i] = yamlTypeNames.Replace(m)
+			msgs[i] = yamlTypeNames.Replace(yamlValue.ReplaceAllString(m, ""))
 		}
 		return fmt.Errorf("parsing YAML: %s", strings.Join(msgs, "; "))
 	}

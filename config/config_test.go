@@ -1,9 +1,11 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -206,6 +208,21 @@ func TestRelativeFilePaths(t *testing.T) {
 		assert.Equal(t, filepath.Join(tmp, "keys", "a.key"), cfg.Apps[0].AppKeyFile)
 	})
 
+	t.Run("against the real directory of a symlinked file", func(t *testing.T) {
+		home := t.TempDir()
+		require.NoError(t, os.MkdirAll(filepath.Join(home, "keys"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(home, "keys", "a.key"), []byte("fake"), 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(home, "duix.yml"), []byte("apps: [{name: a, app_id: '1', app_key_file: keys/a.key}]\n"), 0o600))
+		link := filepath.Join(t.TempDir(), "duix.yml") // another directory, without keys/
+		require.NoError(t, os.Symlink(filepath.Join(home, "duix.yml"), link))
+
+		cfg, err := Load(link)
+		require.NoError(t, err)
+		want, err := filepath.EvalSymlinks(filepath.Join(home, "keys", "a.key"))
+		require.NoError(t, err)
+		assert.Equal(t, want, cfg.Apps[0].AppKeyFile)
+	})
+
 	t.Run("Parse joins with dir", func(t *testing.T) {
 		cfg, err := Parse([]byte("apps: [{name: a, app_id: '1', token_file: secrets/support.token}]\n"), dir)
 		require.NoError(t, err)
@@ -275,9 +292,20 @@ func TestInvalidConfigs(t *testing.T) {
 		{"invalid-token-ttl-too-small.yml", `app "x" (apps[0]): token_ttl: must be between 1m and 24h, got 30s`},
 		{"invalid-token-ttl-too-large.yml", `app "x" (apps[0]): token_ttl: must be between 1m and 24h`},
 		{"invalid-bad-auth-header.yml", `api.auth_header: must be "authorization" or "token", got "cookie"`},
-		{"invalid-base-url-relative.yml", `api.base_url: must be an absolute http or https URL, got "duix-openapi-v2/sdk/v2"`},
-		{"invalid-base-url-ftp.yml", `api.base_url: must be an absolute http or https URL, got "ftp://`},
+		{"invalid-base-url-relative.yml", "api.base_url: not a valid absolute URL (http or https)"},
+		{"invalid-base-url-ftp.yml", "api.base_url: not a valid absolute URL (http or https)"},
 		{"invalid-base-url-userinfo.yml", "api.base_url: must not contain user info"},
+		{"invalid-base-url-password-with-slash.yml", "api.base_url: not a valid absolute URL (http or https)"},
+		{"invalid-base-url-schemeless-userinfo.yml", "api.base_url: not a valid absolute URL (http or https)"},
+		{"invalid-base-url-query-token.yml", "api.base_url: must not have a query or a fragment"},
+		{"invalid-base-url-fragment.yml", "api.base_url: must not have a query or a fragment"},
+		{"invalid-proxy-url-password-with-slash.yml", "api.http_client.proxy_url: not a valid URL"},
+		{"invalid-proxy-url-schemeless-userinfo.yml", "api.http_client.proxy_url: not a valid absolute URL (http, https or socks5)"},
+		{"invalid-proxy-url-bad-scheme.yml", "api.http_client.proxy_url: not a valid absolute URL (http, https or socks5)"},
+		{"invalid-proxy-url-password-in-path.yml", "api.http_client.proxy_url: must be scheme://[user:password@]host[:port], without path, query or fragment"},
+		{"invalid-proxy-url-password-with-hash.yml", "api.http_client.proxy_url: must be scheme://[user:password@]host[:port], without path, query or fragment"},
+		{"invalid-proxy-url-query-token.yml", "api.http_client.proxy_url: must be scheme://[user:password@]host[:port], without path, query or fragment"},
+		{"invalid-proxy-url-fragment.yml", "api.http_client.proxy_url: must be scheme://[user:password@]host[:port], without path, query or fragment"},
 		{"invalid-negative-timeout.yml", `api: not a valid duration string: "-5s"`},
 		{"invalid-zero-timeout.yml", "api.timeout: must be greater than 0"},
 		{"invalid-zero-conversation-refresh.yml", "api.conversation_refresh: must be greater than 0"},
@@ -332,17 +360,27 @@ func TestInvalidInline(t *testing.T) {
 		{
 			"base url without host",
 			"api: {base_url: 'https:///sdk/v2'}\napps: [{name: a, app_id: '1', token: t}]",
-			"api.base_url: must be an absolute http or https URL",
+			"api.base_url: not a valid absolute URL (http or https)",
 		},
 		{
 			"base url not parsable, password not echoed",
 			"api: {base_url: 'https://u:SECRET@[::1'}\napps: [{name: a, app_id: '1', token: t}]",
-			"api.base_url: not a valid URL",
+			"api.base_url: not a valid absolute URL (http or https)",
 		},
 		{
 			"base url with password and bad scheme",
 			"api: {base_url: 'ftp://u:SECRET@host/v2'}\napps: [{name: a, app_id: '1', token: t}]",
-			`api.base_url: must be an absolute http or https URL, got "ftp://u:xxxxx@host/v2"`,
+			"api.base_url: not a valid absolute URL (http or https)",
+		},
+		{
+			"value of the wrong type not echoed",
+			"api: {max_concurrency: SECRET-abcdef}\napps: [{name: a, app_id: '1', token: t}]",
+			"line 1: cannot unmarshal !!str into int",
+		},
+		{
+			"secret of the wrong type",
+			"apps: [{name: a, app_id: '1', token: [SECRET]}]",
+			"line 1: cannot unmarshal !!seq into a string",
 		},
 		{
 			"auth header is case sensitive",
@@ -423,16 +461,30 @@ func TestNameCharacters(t *testing.T) {
 }
 
 func TestUnreadableKeyFile(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root can read any file")
+	cases := map[string]struct {
+		make func(path string) error
+		want string
+	}{
+		"directory":            {func(p string) error { return os.Mkdir(p, 0o700) }, `app_key_file: "%s" is not a regular file`},
+		"fifo":                 {func(p string) error { return syscall.Mkfifo(p, 0o600) }, `app_key_file: "%s" is not a regular file`},
+		"dangling symlink":     {func(p string) error { return os.Symlink(p+".nowhere", p) }, "app_key_file: stat %s: no such file or directory"},
+		"symlink to /dev/zero": {func(p string) error { return os.Symlink("/dev/zero", p) }, `app_key_file: "%s" is not a regular file`},
+		"unreadable":           {func(p string) error { return os.WriteFile(p, []byte("SECRET-unreadable"), 0o000) }, "app_key_file: open %s: permission denied"},
 	}
-	tmp := t.TempDir()
-	key := filepath.Join(tmp, "a.key")
-	require.NoError(t, os.WriteFile(key, []byte("SECRET-unreadable"), 0o000))
-	_, err := Parse([]byte("apps: [{name: a, app_id: '1', app_key_file: a.key}]"), tmp)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), `app "a" (apps[0]): app_key_file: open `)
-	assert.NotContains(t, err.Error(), secretMarker)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if name == "unreadable" && os.Geteuid() == 0 {
+				t.Skip("root can read any file")
+			}
+			tmp := t.TempDir()
+			key := filepath.Join(tmp, "a.key")
+			require.NoError(t, tc.make(key))
+			_, err := Parse([]byte("apps: [{name: a, app_id: '1', app_key_file: a.key}]"), tmp)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), `app "a" (apps[0]): `+fmt.Sprintf(tc.want, key))
+			assert.NotContains(t, err.Error(), secretMarker)
+		})
+	}
 }
 
 func TestLoadMissingFile(t *testing.T) {

@@ -6,9 +6,9 @@ import (
 )
 
 // Conversation is the data object of the getConversationById response
-// (interface.md §2.2). Fields typed "object or null" by the platform, whose
-// inner shape is not documented, are free-form maps: a nil map is sent as
-// null.
+// (docs/platform-api.md#conversation). Fields typed "object or null" by the
+// platform, whose inner shape is not documented, are free-form maps: a nil
+// map is sent as null.
 type Conversation struct {
 	ID                    string           `json:"id"`
 	ConversationName      string           `json:"conversationName"`
@@ -32,7 +32,8 @@ type Conversation struct {
 	ScriptDtoList         []ScriptEntry    `json:"scriptDtoList"`
 }
 
-// ConversationInfo is the persona of a conversation (interface.md §2.3).
+// ConversationInfo is the persona of a conversation
+// (docs/platform-api.md#persona-conversationinfodto).
 type ConversationInfo struct {
 	ID         int64  `json:"id"`
 	Name       string `json:"name"`
@@ -46,7 +47,8 @@ type ConversationInfo struct {
 }
 
 // Detail holds the resource details of a conversation: avatar model,
-// background and text-to-speech settings (interface.md §2.4).
+// background and text-to-speech settings
+// (docs/platform-api.md#resources-detaildto).
 type Detail struct {
 	ID               int64          `json:"id"`
 	ConversationID   string         `json:"conversationId"`
@@ -81,7 +83,8 @@ type Detail struct {
 	LocalModelInfo   map[string]any `json:"localModelInfo"`
 }
 
-// Background is the background resource of a conversation (interface.md §2.5).
+// Background is the background resource of a conversation
+// (docs/platform-api.md#resources-detaildto).
 type Background struct {
 	ID             int64   `json:"id"`
 	BackgroundCode string  `json:"backgroundCode"`
@@ -92,7 +95,8 @@ type Background struct {
 	UserID         *string `json:"userId"`
 }
 
-// ModelEntry is one element of modelDtoList (interface.md §2.6).
+// ModelEntry is one element of modelDtoList
+// (docs/platform-api.md#large-models-modeldtolist).
 type ModelEntry struct {
 	ID             int64  `json:"id"`
 	ConversationID string `json:"conversationId"`
@@ -104,7 +108,8 @@ type ModelEntry struct {
 	BotURL         string `json:"botUrl"`
 }
 
-// ScriptEntry is one element of scriptDtoList (interface.md §2.7).
+// ScriptEntry is one element of scriptDtoList
+// (docs/platform-api.md#scripts-scriptdtolist).
 type ScriptEntry struct {
 	ID             int64   `json:"id"`
 	ConversationID string  `json:"conversationId"`
@@ -114,7 +119,8 @@ type ScriptEntry struct {
 	Emotion        string  `json:"emotion"`
 }
 
-// Script types of ScriptEntry.ScriptType (interface.md §2.7).
+// Script types of ScriptEntry.ScriptType
+// (docs/platform-api.md#scripts-scriptdtolist).
 const (
 	ScriptWakeUpWord = iota
 	ScriptOpeningLine

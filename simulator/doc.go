@@ -1,6 +1,6 @@
 // Package simulator is an in-process stand-in for the HTTP API of a
 // digital-human conversation platform (Duix OpenAPI v2), as described in
-// interface.md and platform-notes.md.
+// docs/platform-api.md.
 //
 // A Simulator is an http.Handler that serves four GET endpoints under
 // BasePath:

@@ -3,8 +3,10 @@ package simulator
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -49,6 +51,18 @@ const (
 	// FaultResetConnection sends the headers and half of the normal body,
 	// then resets the TCP connection.
 	FaultResetConnection
+	// FaultEchoRequest answers HTTP Fault.Status (502 when 0) with a
+	// text/plain page that echoes the request, as a misconfigured proxy or
+	// debugging gateway does: Fault.Bytes bytes of padding, the request
+	// line, then every request header as "Name: value" lines, the
+	// credential headers (Proxy-Authorization, Authorization, Token) first
+	// in that order.
+	FaultEchoRequest
+	// FaultEchoRequestJSON answers HTTP Fault.Status (200 when 0) with an
+	// envelope of success false whose code is the status and whose message
+	// is the text of FaultEchoRequest, encoded with every "/" escaped as
+	// "\/" (as some JSON encoders do).
+	FaultEchoRequestJSON
 )
 
 var faultNames = [...]string{
@@ -66,6 +80,8 @@ var faultNames = [...]string{
 	FaultSlowBody:        "slowbody",
 	FaultOversizedBody:   "oversizedbody",
 	FaultResetConnection: "resetconnection",
+	FaultEchoRequest:     "echorequest",
+	FaultEchoRequestJSON: "echorequestjson",
 }
 
 // String returns a short name of the fault kind.
@@ -88,7 +104,8 @@ const (
 type Fault struct {
 	Kind       FaultKind
 	RetryAfter time.Duration // FaultRateLimit429: Retry-After value
-	Bytes      int64         // FaultOversizedBody: total body size
+	Bytes      int64         // FaultOversizedBody: total body size; FaultEchoRequest(JSON): padding before the echo
+	Status     int           // FaultEchoRequest(JSON): HTTP status
 	Delay      time.Duration // FaultSlowBody: pause before each chunk; total ≈ Delay × chunks
 	Times      int           // 0: until cleared; n > 0: only the next n matching requests
 }
@@ -243,9 +260,57 @@ func (s *Simulator) serveFault(w http.ResponseWriter, r *http.Request, ep string
 	case FaultResetConnection:
 		rec := record(normal)
 		serveReset(w, rec)
+	case FaultEchoRequest:
+		status := f.Status
+		if status == 0 {
+			status = http.StatusBadGateway
+		}
+		body := echoRequest(r, f.Bytes)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+	case FaultEchoRequestJSON:
+		status := f.Status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		msg, _ := json.Marshal(string(echoRequest(r, f.Bytes)))
+		msg = bytes.ReplaceAll(msg, []byte("/"), []byte(`\/`))
+		b := []byte(`{"code":"` + strconv.Itoa(status) + `","message":`)
+		b = append(b, msg...)
+		b = append(b, `,"success":false,"data":null}`...)
+		writeBody(w, status, b)
 	default:
 		normal(w)
 	}
+}
+
+// echoRequest renders the request as an echoing proxy would, after pad
+// bytes of padding.
+func echoRequest(r *http.Request, pad int64) []byte {
+	var b bytes.Buffer
+	b.Write(bytes.Repeat([]byte("."), int(max(min(pad, 1<<20), 0))))
+	b.WriteString(r.Method + " " + r.URL.RequestURI() + " " + r.Proto + "\r\n")
+	first := []string{"Proxy-Authorization", "Authorization", "Token"}
+	for _, k := range first {
+		for _, v := range r.Header.Values(k) {
+			b.WriteString(k + ": " + v + "\r\n")
+		}
+	}
+	keys := make([]string, 0, len(r.Header))
+	for k := range r.Header {
+		if !slices.Contains(first, k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		for _, v := range r.Header[k] {
+			b.WriteString(k + ": " + v + "\r\n")
+		}
+	}
+	return b.Bytes()
 }
 
 func wrongTypesData(ep string) string {

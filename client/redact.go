@@ -1,0 +1,106 @@
+package client
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// Every text that comes from the platform, or from anything between it and
+// the exporter, reaches an error through clean: it is the one place where
+// secrets are hidden and text is cut (docs/platform-api.md#redaction).
+
+// maxSnippet bounds the upstream text an error carries.
+const maxSnippet = 256
+
+// redacted replaces a hidden value.
+const redacted = "<redacted>"
+
+// credentialValue matches the value after an Authorization,
+// Proxy-Authorization or token header name (or JSON key) in echoed text,
+// up to the end of the line or the closing quote: an echoing proxy or
+// debugging page shows every credential, including those the exporter does
+// not know it sent.
+var credentialValue = regexp.MustCompile(`(?i)((?:proxy-)?authorization|token)(\s*\\?"?\s*[:=]\s*\[?\s*\\?"?)(?:[^"\\\r\n]|\\/)*`)
+
+// secretForms lists the texts under which a secret may travel: as it is,
+// with "/" escaped as "\/" and with the escapes of encoding/json (both
+// occur in JSON bodies that echo a request).
+func secretForms(secret string) []string {
+	if secret == "" {
+		return nil
+	}
+	forms := []string{secret}
+	if s := strings.ReplaceAll(secret, "/", `\/`); s != secret {
+		forms = append(forms, s)
+	}
+	if b, err := json.Marshal(secret); err == nil {
+		if s := string(b[1 : len(b)-1]); s != secret {
+			forms = append(forms, s)
+		}
+	}
+	return forms
+}
+
+// basicAuthForm is how user and password travel in a Basic credential.
+func basicAuthForm(user, password string) string {
+	return base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+}
+
+// clean makes text from upstream fit for an error: every form of every
+// secret is replaced on the whole text first, then credential header
+// values; only then is it made printable and cut to maxSnippet bytes. more
+// tells that text is only the start of a longer body: a secret cut at its
+// end cannot be recognised, so the end that could hold one is dropped.
+func clean(text []byte, more bool, secrets []string) string {
+	s := string(text)
+	longest := 0
+	for _, secret := range secrets {
+		for _, f := range secretForms(secret) {
+			s = strings.ReplaceAll(s, f, redacted)
+			longest = max(longest, len(f))
+		}
+	}
+	if more {
+		// Whatever starts in the last longest-1 bytes may be a secret's
+		// beginning; nothing after it was replaced, so it is still there.
+		s = s[:max(len(s)-max(longest-1, 0), 0)]
+	}
+	s = credentialValue.ReplaceAllString(s, "${1}${2}"+redacted)
+	return cut(printable(s), maxSnippet)
+}
+
+// printable replaces control characters and invalid UTF-8 and folds runs of
+// white space into one space.
+func printable(s string) string {
+	var sb strings.Builder
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		s = s[size:]
+		switch {
+		case r == utf8.RuneError:
+			sb.WriteByte('?')
+		case r == '\n' || r == '\r' || r == '\t':
+			sb.WriteByte(' ')
+		case r < 0x20 || r == 0x7f:
+			sb.WriteByte('?')
+		default:
+			sb.WriteRune(r)
+		}
+	}
+	return strings.Join(strings.Fields(sb.String()), " ")
+}
+
+// cut shortens s to at most n bytes, on a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "..."
+}

@@ -1,0 +1,142 @@
+package client_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duix-exporter/duix_exporter/client"
+	"github.com/duix-exporter/duix_exporter/config"
+	"github.com/duix-exporter/duix_exporter/simulator"
+)
+
+// assertNoPrefix fails when text holds any prefix of secret 8 bytes long or
+// longer.
+func assertNoPrefix(t *testing.T, text, secret, what string) {
+	t.Helper()
+	for n := len(secret); n >= 8; n-- {
+		if strings.Contains(text, secret[:n]) {
+			t.Errorf("%s: the first %d bytes of the secret appear in %q", what, n, text)
+			return
+		}
+	}
+}
+
+// echoOffset is where the echoed credential value starts in the text the
+// simulator's echo faults produce: the body for FaultEchoRequest, the raw
+// body for FaultEchoRequestJSON (escaped), or its decoded message.
+func echoOffset(t *testing.T, kind simulator.FaultKind, status int, header string, raw bool) int {
+	t.Helper()
+	plain := "GET " + simulator.BasePath + "/" + simulator.EndpointConcurrency + "?appId=" + appID + " HTTP/1.1\r\n"
+	if header == config.AuthHeaderToken {
+		plain += "Token: "
+	} else {
+		plain += "Authorization: Bearer "
+	}
+	if kind == simulator.FaultEchoRequest || !raw {
+		return len(plain)
+	}
+	msg, err := json.Marshal(plain)
+	require.NoError(t, err)
+	escaped := strings.ReplaceAll(string(msg[:len(msg)-1]), "/", `\/`) // without the closing quote
+	return len(fmt.Sprintf(`{"code":"%d","message":`, status)) + len(escaped)
+}
+
+// TestSecretsStraddlingTheCutAreRedacted makes the upstream echo the
+// request with the credential placed across byte 256, where error texts
+// are cut, and with "/" escaped as "\/", through every path by which an
+// upstream text reaches an error: an HTTP error body (text and JSON) and
+// the message of success=false.
+func TestSecretsStraddlingTheCutAreRedacted(t *testing.T) {
+	static := "static/TOKEN/with/slashes/0123456789abcdefghijklmnopqrstuvwxyz"
+	sources := map[string]func() (client.TokenSource, string){
+		"minted": func() (client.TokenSource, string) {
+			src := client.NewJWTSource(appID, client.StaticKey(appKey), 0, nil)
+			tok, err := src.Token(context.Background())
+			require.NoError(t, err)
+			return src, tok
+		},
+		"static": func() (client.TokenSource, string) { return client.StaticToken(static), static },
+	}
+	faults := []struct {
+		name   string
+		kind   simulator.FaultKind
+		status int
+		raw    bool // the text shown is the raw body, not a decoded message
+	}{
+		{"text body", simulator.FaultEchoRequest, http.StatusBadGateway, true},
+		{"json body", simulator.FaultEchoRequestJSON, http.StatusInternalServerError, true},
+		{"success false", simulator.FaultEchoRequestJSON, http.StatusOK, false},
+	}
+	for srcName, source := range sources {
+		for _, header := range []string{config.AuthHeaderAuthorization, config.AuthHeaderToken} {
+			for _, fc := range faults {
+				t.Run(srcName+"/"+header+"/"+fc.name, func(t *testing.T) {
+					f := newFixture(t, header)
+					ts, tok := source()
+					form := tok
+					if fc.raw && fc.kind == simulator.FaultEchoRequestJSON {
+						form = strings.ReplaceAll(tok, "/", `\/`)
+					}
+					pad := 256 - echoOffset(t, fc.kind, fc.status, header, fc.raw) - len(form)/2
+					require.Positive(t, pad)
+					f.sim.SetFault(appID, client.EndpointConcurrency, simulator.Fault{Kind: fc.kind, Status: fc.status, Bytes: int64(pad)})
+
+					_, err := client.New(f.t, appID, ts).Concurrency(context.Background())
+					require.Error(t, err)
+					msg := err.Error()
+					assertNoPrefix(t, msg, tok, "token")
+					assertNoPrefix(t, msg, form, "escaped token")
+					assertNoPrefix(t, msg, appKey, "app key")
+					assert.Contains(t, msg, "....", "the padding before the secret is shown")
+				})
+			}
+		}
+	}
+}
+
+// TestProxyCredentialsAreRedacted sends the requests through a proxy that
+// echoes them, with credentials in proxy_url: neither the password nor the
+// Basic credential made of it may appear.
+func TestProxyCredentialsAreRedacted(t *testing.T) {
+	const (
+		user     = "proxy-user-0123456789"
+		password = "PROXY-PASSWORD-0123456789"
+	)
+	sim := simulator.New()
+	sim.AddApp(simulator.App{ID: appID, Key: appKey})
+	proxy := httptest.NewServer(sim) // answers the proxied requests itself
+	t.Cleanup(proxy.Close)
+	sim.SetFault(appID, "", simulator.Fault{Kind: simulator.FaultEchoRequest})
+
+	proxyURL := strings.Replace(proxy.URL, "http://", "http://"+user+":"+password+"@", 1)
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`
+api:
+  base_url: http://platform.invalid%s
+  http_client:
+    proxy_url: %s
+apps:
+  - {name: a, app_id: %q, app_key: %q}
+`, simulator.BasePath, proxyURL, appID, appKey)), "")
+	require.NoError(t, err)
+	pool, err := client.NewPool(cfg, client.PoolOptions{})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+
+	_, err = pool.Client("a").Concurrency(context.Background())
+	require.Error(t, err)
+	msg := err.Error()
+	assert.Contains(t, msg, "Proxy-Authorization: ", "the proxy echoed the request")
+	assertNoPrefix(t, msg, password, "proxy password")
+	assertNoPrefix(t, msg, base64.StdEncoding.EncodeToString([]byte(user+":"+password)), "Basic credential")
+	assertNoPrefix(t, msg, user, "proxy user")
+	assertNoPrefix(t, msg, appKey, "app key")
+}

@@ -1,0 +1,202 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duix-exporter/duix_exporter/client"
+	"github.com/duix-exporter/duix_exporter/config"
+	"github.com/duix-exporter/duix_exporter/simulator"
+)
+
+// counterValue reads one series of a counter from reg (0 when absent).
+func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if labels[lp.GetName()] != lp.GetValue() {
+					continue series
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// returnsWithin runs fn and fails the test if it has not returned after a
+// bound no healthy call comes near: a read blocked on a FIFO never returns.
+func returnsWithin(t *testing.T, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the call blocked")
+	}
+}
+
+// secretFileEnv is an app whose credential is a file, built the way the
+// daemon builds it.
+type secretFileEnv struct {
+	sim    *simulator.Simulator
+	reg    *prometheus.Registry
+	c      *client.Client
+	path   string
+	kind   string
+	key    string // the app's key on the simulator
+	mu     sync.Mutex
+	logged []string
+}
+
+func newSecretFileEnv(t *testing.T, kind string) *secretFileEnv {
+	t.Helper()
+	e := &secretFileEnv{sim: simulator.New(), reg: prometheus.NewRegistry(), kind: kind, key: appKey}
+	e.sim.AddApp(simulator.App{ID: appID, Key: e.key, Allowance: 5})
+	srv := httptest.NewServer(e.sim)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	e.path = filepath.Join(dir, "secret")
+	field := "app_key_file"
+	if kind == client.SecretToken {
+		field = "token_file"
+	}
+	e.writeGood(t)
+	cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\napps: [{name: a, app_id: %q, %s: secret}]\n",
+		srv.URL+simulator.BasePath, appID, field)), dir)
+	require.NoError(t, err)
+	pool, err := client.NewPool(cfg, client.PoolOptions{
+		Metrics: client.NewMetrics(e.reg),
+		OnSecretFileError: func(kind, path string, err error) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.logged = append(e.logged, kind+" "+path+": "+err.Error())
+		},
+	})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	e.c = pool.Client("a")
+	return e
+}
+
+// writeGood replaces the file with a good credential for the simulator's
+// current key.
+func (e *secretFileEnv) writeGood(t *testing.T) {
+	t.Helper()
+	content := e.key
+	if e.kind == client.SecretToken {
+		tok, err := simulator.MintToken(appID, content, time.Now(), time.Now().Add(time.Hour))
+		require.NoError(t, err)
+		content = tok
+	}
+	e.replace(t, func(p string) error { return os.WriteFile(p, []byte(content+"\n"), 0o600) })
+}
+
+// replace removes the file and lets make create something in its place.
+func (e *secretFileEnv) replace(t *testing.T, make func(path string) error) {
+	t.Helper()
+	require.NoError(t, os.RemoveAll(e.path))
+	require.NoError(t, make(e.path))
+}
+
+func (e *secretFileEnv) refusals(t *testing.T) float64 {
+	return counterValue(t, e.reg, "duix_exporter_secret_file_errors_total", map[string]string{"kind": e.kind})
+}
+
+// rotateKey gives the app a new key on the simulator.
+func (e *secretFileEnv) rotateKey(key string) {
+	e.key = key
+	e.sim.AddApp(simulator.App{ID: appID, Key: key, Allowance: 5})
+}
+
+func TestChangedSecretFilesAreReadAsCarefullyAsAtStart(t *testing.T) {
+	big := strings.Repeat("k", 64<<10+1)
+	bad := map[string]func(path string) error{
+		"directory":        func(p string) error { return os.Mkdir(p, 0o700) },
+		"fifo":             func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"dangling symlink": func(p string) error { return os.Symlink(p+".nowhere", p) },
+		"symlink to /dev/zero": func(p string) error {
+			if _, err := os.Stat("/dev/zero"); err != nil {
+				t.Skip("no /dev/zero")
+			}
+			return os.Symlink("/dev/zero", p)
+		},
+		"over 64 KiB": func(p string) error { return os.WriteFile(p, []byte(big), 0o600) },
+		"empty":       func(p string) error { return os.WriteFile(p, []byte(" \n"), 0o600) },
+		"gone":        func(string) error { return nil },
+	}
+	for _, kind := range []string{client.SecretKey, client.SecretToken} {
+		for name, makeBad := range bad {
+			t.Run(kind+"/"+name, func(t *testing.T) {
+				e := newSecretFileEnv(t, kind)
+				_, err := e.c.Concurrency(context.Background())
+				require.NoError(t, err, "the good file is used")
+				require.Zero(t, e.refusals(t))
+
+				e.replace(t, makeBad)
+				for range 3 {
+					returnsWithin(t, func() {
+						_, err = e.c.Concurrency(context.Background())
+					})
+					assert.NoError(t, err, "the last good secret stays in use")
+				}
+				assert.Equal(t, 1.0, e.refusals(t), "counted once for the change")
+				e.mu.Lock()
+				require.Len(t, e.logged, 1)
+				assert.Contains(t, e.logged[0], kind+" "+e.path+": ")
+				e.mu.Unlock()
+
+				// A good file again, for a new key: it is read and used.
+				e.rotateKey("rotated-" + name)
+				e.writeGood(t)
+				_, err = e.c.Concurrency(context.Background())
+				assert.NoError(t, err, "the restored file is read")
+
+				// And a bad file after that is counted again.
+				e.replace(t, makeBad)
+				_, err = e.c.Concurrency(context.Background())
+				assert.NoError(t, err)
+				assert.Equal(t, 2.0, e.refusals(t))
+			})
+		}
+	}
+}
+
+func TestSecretFileErrorsSeriesExistFromTheStart(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	client.NewMetrics(reg)
+	n, err := reg.Gather()
+	require.NoError(t, err)
+	var kinds []string
+	for _, mf := range n {
+		if mf.GetName() == "duix_exporter_secret_file_errors_total" {
+			for _, m := range mf.GetMetric() {
+				kinds = append(kinds, m.GetLabel()[0].GetValue())
+			}
+		}
+	}
+	assert.ElementsMatch(t, []string{client.SecretKey, client.SecretToken}, kinds)
+}
