@@ -17,8 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/semaphore"
-
 	"github.com/duix-exporter/duix_exporter/config"
 )
 
@@ -49,8 +47,6 @@ type Transport struct {
 	Timeout time.Duration
 	// MaxResponseBytes caps each body (0: config.DefaultMaxResponseBytes).
 	MaxResponseBytes int64
-	// Limit bounds the requests in flight across all apps (nil: unbounded).
-	Limit *semaphore.Weighted
 	// Metrics instruments every request (nil: none).
 	Metrics *Metrics
 	// UserAgent is sent with every request.
@@ -133,12 +129,6 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, deco
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.t.Timeout)
 		defer cancel()
-	}
-	if c.t.Limit != nil {
-		if err := c.t.Limit.Acquire(ctx, 1); err != nil {
-			return env, c.transportError(ctx, endpoint, err, "")
-		}
-		defer c.t.Limit.Release(1)
 	}
 	token, err := c.tokens.Token(ctx)
 	if err != nil {

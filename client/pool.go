@@ -10,7 +10,6 @@ import (
 	"time"
 
 	promconfig "github.com/prometheus/common/config"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/duix-exporter/duix_exporter/config"
 )
@@ -55,9 +54,6 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		Metrics:          opts.Metrics,
 		UserAgent:        opts.UserAgent,
 		Secrets:          transportSecrets(&cfg.API.HTTPClientConfig),
-	}
-	if cfg.API.MaxConcurrency > 0 {
-		t.Limit = semaphore.NewWeighted(int64(cfg.API.MaxConcurrency))
 	}
 	p := &Pool{Transport: t, clients: make(map[string]*Client, len(cfg.Apps))}
 	hook := func(kind, path string, err error) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/semaphore"
 
@@ -91,7 +92,10 @@ func (e *Exporter) Register(reg prometheus.Registerer) error {
 // counts, conversation details, last result) of apps whose name and app_id
 // are unchanged. Apps no longer configured are dropped with their state.
 func (e *Exporter) Apply(cfg *config.Config) error {
-	pool, err := client.NewPool(cfg, client.PoolOptions{Metrics: e.metrics, UserAgent: e.userAgent, Now: e.now})
+	pool, err := client.NewPool(cfg, client.PoolOptions{Metrics: e.metrics, UserAgent: e.userAgent, Now: e.now,
+		OnSecretFileError: func(kind, path string, err error) {
+			level.Warn(e.logger).Log("msg", "Refused a changed "+kind+" file, keeping the last good one", "file", path, "err", err)
+		}})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/duix-exporter/duix_exporter/client"
 )
 
@@ -80,16 +82,18 @@ func runAppsCheck(ctx context.Context, env *cli, o appsCheckOptions) int {
 	if len(cfg.Apps) == 0 {
 		return env.failf(exitUsage, "no apps in %s", env.configFile)
 	}
+	// Each app makes two calls at once: api.max_concurrency / 2 apps at a
+	// time keep the calls in flight within api.max_concurrency.
 	results := make([]appCheck, len(cfg.Apps))
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(max(cfg.API.MaxConcurrency/2, 1))
 	for i, a := range cfg.Apps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			results[i] = checkApp(ctx, a.Name, pool.Client(a.Name))
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 
 	failed := 0
 	for _, r := range results {

@@ -68,12 +68,11 @@ func TestChurn(t *testing.T) {
 
 	// The steps Churn takes at each tick, taken here one by one with a
 	// seeded generator: the outcome does not depend on timing.
-	rng := rand.New(rand.NewPCG(1, 2))
-	targets := map[string]int{}
+	c := churn{s: sim, rng: rand.New(rand.NewPCG(1, 2)), apps: map[string]*churnApp{}}
 	seen := map[string]map[int]bool{}
-	for range 2000 {
+	for tick := range 2000 {
 		for _, a := range apps {
-			sim.churnApp(a.AppID, rng, targets)
+			c.step(a.AppID, tick)
 			n := sim.InUse(a.AppID)
 			require.LessOrEqual(t, n, allowance[a.AppID], a.Name)
 			if seen[a.AppID] == nil {

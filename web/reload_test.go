@@ -53,7 +53,7 @@ func TestFailedReloadSaysWhereToLookNotWhy(t *testing.T) {
 		}
 	}
 	logs := s.logs.String()
-	assert.Contains(t, logs, "invalid URL escape", "the log says why")
+	assert.Contains(t, logs, "api.base_url: not a valid absolute URL", "the log says why")
 	assert.Contains(t, logs, "must not have a query")
 	assert.NotContains(t, logs, "SECRET-pass", "a password in base_url is not logged either")
 }
