@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -22,24 +23,28 @@ func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range descs {
 		ch <- d
 	}
+	s.e.durations.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
 func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 	apps, set := s.e.snapshot(s.names)
 	for i, r := range s.e.fetchAll(s.ctx, apps, set) {
-		collectApp(ch, apps[i], r)
+		collectApp(ch, apps[i], r, s.e.now())
 	}
 }
 
 // collectApp sends the series of one app. Values the platform did not give
 // in this fetch are left out rather than reported as 0.
-func collectApp(ch chan<- prometheus.Metric, st *appState, r *result) {
+func collectApp(ch chan<- prometheus.Metric, st *appState, r *result, now time.Time) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
 	app := st.name
-	v := st.view()
+	v := st.view(now)
 	gauge(upDesc, boolValue(r.up()), app)
 	gauge(appInfoDesc, 1, app, st.appID, labelValue(v.corpID))
 	gauge(scrapeDurationDesc, r.duration.Seconds(), app)
@@ -56,7 +61,19 @@ func collectApp(ch chan<- prometheus.Metric, st *appState, r *result) {
 	}
 	slices.Sort(reasons)
 	for _, reason := range reasons {
-		ch <- prometheus.MustNewConstMetric(scrapeErrorsDesc, prometheus.CounterValue, float64(v.errs[reason]), app, reason)
+		counter(scrapeErrorsDesc, float64(v.errs[reason]), app, reason)
+	}
+	if l := v.life; l != nil {
+		counter(sessionsStartedDesc, float64(l.started), app)
+		counter(sessionsEndedDesc, float64(l.ended), app)
+		counter(sessionSecondsDesc, l.seconds, app)
+		if l.baseline {
+			gauge(oldestSessionAgeDesc, l.oldestAge, app)
+		}
+		if l.untracked > 0 {
+			counter(sessionsUntrackedDesc, float64(l.untracked), app)
+		}
+		ch <- v.durations
 	}
 	if until := st.client().RetryAfter(); !until.IsZero() {
 		gauge(rateLimitedUntilDesc, float64(until.UnixMilli())/1e3, app)

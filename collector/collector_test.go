@@ -66,12 +66,13 @@ func newEnv(t *testing.T, apps ...appDef) *env {
 // the test releases it.
 func newGatedEnv(t *testing.T, apps ...appDef) *env {
 	t.Helper()
-	sim := simulator.New()
+	clk := &testClock{t: fixedNow}
+	sim := simulator.New(simulator.WithClock(clk.now))
 	g := newGate(sim)
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
 	t.Cleanup(g.release)
-	cfg := &config.Config{API: config.DefaultAPI}
+	cfg := &config.Config{API: config.DefaultAPI, Sessions: config.DefaultSessions}
 	cfg.API.BaseURL = srv.URL + simulator.BasePath
 	cfg.API.Timeout = model.Duration(time.Minute)
 	for _, a := range apps {
@@ -83,7 +84,6 @@ func newGatedEnv(t *testing.T, apps ...appDef) *env {
 			TokenTTL: model.Duration(30 * time.Minute), Conversations: a.convs})
 	}
 	reg := prometheus.NewRegistry()
-	clk := &testClock{t: fixedNow}
 	exp := collector.New(collector.Options{Metrics: client.NewMetrics(reg), Now: clk.now})
 	require.NoError(t, exp.Register(reg))
 	require.NoError(t, exp.Apply(cfg))
@@ -197,31 +197,52 @@ func gathererOf(c prometheus.Collector) prometheus.Gatherer {
 }
 
 // TestSeriesDependOnTheConfigurationAlone: a healthy app costs 6 series,
-// each configured conversation 4 more, whatever the platform names in its
-// session records.
+// each configured conversation 4 more, and the session lifecycle 15 more
+// per app when it is on, whatever the platform names in its records.
 func TestSeriesDependOnTheConfigurationAlone(t *testing.T) {
-	e := newEnv(t,
-		appDef{"alpha", "app-alpha", "key-alpha", 5000, []string{"a1", "a2"}},
-		appDef{"beta", "app-beta", "key-beta", 5000, nil},
-	)
-	for i := range 2000 {
-		_, err := e.sim.ForceSession("app-alpha", fmt.Sprintf("unconfigured-%d", i))
-		require.NoError(t, err)
-		_, err = e.sim.ForceSession("app-beta", fmt.Sprintf("other-%d", i))
-		require.NoError(t, err)
+	for _, lifecycle := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lifecycle=%v", lifecycle), func(t *testing.T) {
+			e := newEnv(t,
+				appDef{"alpha", "app-alpha", "key-alpha", 5000, []string{"a1", "a2"}},
+				appDef{"beta", "app-beta", "key-beta", 5000, nil},
+			)
+			cfg := *e.cfg
+			cfg.Sessions.Lifecycle = lifecycle
+			require.NoError(t, e.exp.Apply(&cfg))
+			for i := range 2000 {
+				_, err := e.sim.ForceSession("app-alpha", fmt.Sprintf("unconfigured-%d", i))
+				require.NoError(t, err)
+				_, err = e.sim.ForceSession("app-beta", fmt.Sprintf("other-%d", i))
+				require.NoError(t, err)
+			}
+			_, err := e.sim.ForceSession("app-alpha", "a1")
+			require.NoError(t, err)
+			want := 2*6 + 2*4
+			if lifecycle {
+				want += 2 * 15
+			}
+			for range 2 {
+				e.clk.advance(time.Minute)
+				body := e.scrapeText(t, context.Background())
+				assert.Equal(t, want, seriesIn(body), body)
+				assert.Contains(t, body, `duix_conversation_active_sessions{app="alpha",conversation_id="a1"} 1`)
+				assert.Contains(t, body, `duix_app_active_sessions{app="alpha"} 2001`)
+				assert.NotContains(t, body, "unconfigured-")
+				assert.NotContains(t, body, "other-")
+			}
+		})
 	}
-	_, err := e.sim.ForceSession("app-alpha", "a1")
-	require.NoError(t, err)
-	for range 2 {
-		n, err := testutil.GatherAndCount(gathererOf(e.collector()))
-		require.NoError(t, err)
-		assert.Equal(t, 2*6+2*4, n)
+}
+
+// seriesIn counts the samples of a text exposition.
+func seriesIn(body string) int {
+	n := 0
+	for line := range strings.SplitSeq(body, "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			n++
+		}
 	}
-	body := e.scrapeText(t, context.Background())
-	assert.Contains(t, body, `duix_conversation_active_sessions{app="alpha",conversation_id="a1"} 1`)
-	assert.Contains(t, body, `duix_app_active_sessions{app="alpha"} 2001`)
-	assert.NotContains(t, body, "unconfigured-")
-	assert.NotContains(t, body, "other-")
+	return n
 }
 
 func TestOneFaultyAppDoesNotTouchTheOthers(t *testing.T) {

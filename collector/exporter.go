@@ -38,6 +38,7 @@ type Exporter struct {
 	userAgent string
 	now       func() time.Time
 	shared    *prometheus.CounterVec
+	durations *prometheus.HistogramVec
 
 	flights flights
 
@@ -74,8 +75,9 @@ func New(opts Options) *Exporter {
 			Name: "duix_exporter_shared_fetches_total",
 			Help: "Per-app fetches that reused another request's work instead of calling the platform: how=\"in_flight\" joined calls under way or begun after the request arrived, how=\"cached\" reused a result younger than api.min_interval.",
 		}, []string{"how"}),
-		flights: flights{m: map[*appState]*flight{}},
-		byKey:   map[string]*appState{},
+		durations: newSessionDurations(),
+		flights:   flights{m: map[*appState]*flight{}},
+		byKey:     map[string]*appState{},
 	}
 	for _, how := range []string{"in_flight", "cached"} {
 		e.shared.WithLabelValues(how) // both series from the start
@@ -103,14 +105,27 @@ func (e *Exporter) Apply(cfg *config.Config) error {
 	defer e.mu.Unlock()
 	apps := make([]*appState, 0, len(cfg.Apps))
 	byKey := make(map[string]*appState, len(cfg.Apps))
+	lifeOn, maxTracked := cfg.Sessions.Lifecycle, cfg.Sessions.MaxTracked
 	for _, a := range cfg.Apps {
 		st := e.byKey[a.Name]
 		if st == nil || st.appID != a.AppID {
 			st = newAppState(a.Name, a.AppID)
+			e.durations.DeleteLabelValues(a.Name) // a new app starts afresh
 		}
-		st.configure(pool.Client(a.Name), a.Conversations)
+		ls := lifeSettings{maxTracked: maxTracked}
+		if lifeOn {
+			ls.durations = e.durations.WithLabelValues(a.Name).(prometheus.Histogram)
+		} else {
+			e.durations.DeleteLabelValues(a.Name)
+		}
+		st.configure(pool.Client(a.Name), a.Conversations, ls)
 		apps = append(apps, st)
 		byKey[a.Name] = st
+	}
+	for name := range e.byKey {
+		if byKey[name] == nil {
+			e.durations.DeleteLabelValues(name)
+		}
 	}
 	limit := max(int64(cfg.API.MaxConcurrency), 1)
 	old := e.pool

@@ -151,8 +151,7 @@ func (e *Exporter) start(st *appState, s settings, slots int64) *flight {
 	}
 	e.flights.m[st] = f
 
-	c := st.client()
-	ids := st.conversationIDs()
+	c, ids, life, maxTracked := st.fetchSettings()
 	go func() {
 		defer s.sem.Release(slots)
 		defer cancel()
@@ -165,17 +164,29 @@ func (e *Exporter) start(st *appState, s settings, slots int64) *flight {
 		})
 		g.Go(func() error {
 			n, perConv := 0, map[string]int{}
+			var list []seenSession
+			if life {
+				list = []seenSession{}
+			}
 			err := c.EachSession(ctx, client.SessionOptions{}, func(ss client.Session) error {
 				n++
 				if _, ok := slices.BinarySearch(ids, ss.ConversationID); ok {
 					perConv[ss.ConversationID]++
 				}
+				if life && len(list) < maxTracked {
+					seen := seenSession{id: ss.ID}
+					if ss.Start != nil {
+						seen.start = *ss.Start
+					}
+					list = append(list, seen)
+				}
 				return nil
 			})
+			listedAt := e.now()
 			e.complete(f, func(r *result) {
 				r.sessErr, f.sessPending = err, false
 				if err == nil {
-					r.sessions, r.perConv = n, perConv
+					r.sessions, r.perConv, r.list, r.listedAt = n, perConv, list, listedAt
 				}
 			}, client.EndpointSessions, err)
 			return nil

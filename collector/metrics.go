@@ -47,8 +47,30 @@ var (
 		[]string{"app", "conversation_id"}, nil)
 )
 
+// The session lifecycle, as observed at fetch time (see lifecycle.go): 4
+// series per app, plus duix_app_session_duration_seconds (11 classic series:
+// 8 buckets, +Inf, sum and count), when sessions.lifecycle is on.
+var (
+	sessionsStartedDesc = prometheus.NewDesc("duix_app_sessions_started_total",
+		"Sessions of the app seen for the first time in getconcurrentList, as observed at fetch time (the first list after a start or a reload that adds the app is the baseline). Sessions shorter than the time between two fetches are not seen.",
+		[]string{"app"}, nil)
+	sessionsEndedDesc = prometheus.NewDesc("duix_app_sessions_ended_total",
+		"Sessions of the app that were listed by getconcurrentList and no longer are, as observed at fetch time.",
+		[]string{"app"}, nil)
+	oldestSessionAgeDesc = prometheus.NewDesc("duix_app_oldest_session_age_seconds",
+		"Age of the app's oldest active session (from startTime of its getconcurrentList record, else from when it was first listed), 0 when none; absent until a list was fetched.",
+		[]string{"app"}, nil)
+	sessionSecondsDesc = prometheus.NewDesc("duix_app_session_seconds_total",
+		"Session-seconds used by the app: the number of entries of getconcurrentList integrated over time between successful fetches (trapezoid rule).",
+		[]string{"app"}, nil)
+	sessionsUntrackedDesc = prometheus.NewDesc("duix_app_sessions_untracked_total",
+		"Entries of getconcurrentList left out of the lifecycle: without a session ID, or over sessions.max_tracked. Present once one was.",
+		[]string{"app"}, nil)
+)
+
 // descs lists every descriptor of a scrape, for Describe.
 var descs = []*prometheus.Desc{
 	upDesc, limitDesc, inUseDesc, activeSessionsDesc, appInfoDesc, scrapeDurationDesc, scrapeErrorsDesc,
 	rateLimitedUntilDesc, conversationMaxDesc, conversationInfoDesc, conversationRefreshDesc, conversationSessionsDesc,
+	sessionsStartedDesc, sessionsEndedDesc, oldestSessionAgeDesc, sessionSecondsDesc, sessionsUntrackedDesc,
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/duix-exporter/duix_exporter/client"
 )
 
@@ -23,6 +25,10 @@ type result struct {
 	// configuration.
 	perConv map[string]int
 	sessErr error
+	// list is the start of the session list, for the lifecycle (nil when
+	// it is off), and listedAt when it was received.
+	list     []seenSession
+	listedAt time.Time
 }
 
 func (r *result) up() bool { return r.concErr == nil && r.sessErr == nil }
@@ -60,6 +66,9 @@ type appState struct {
 	errs          map[string]uint64
 	last          *result
 	corpID        string
+	life          *lifecycle // nil when the lifecycle metrics are off
+	durations     prometheus.Histogram
+	maxTracked    int
 }
 
 func newAppState(name, appID string) *appState {
@@ -72,12 +81,30 @@ func (st *appState) client() *client.Client {
 	return st.c
 }
 
-// configure sets the client and the watched conversations, keeping the
-// details already known of conversations that stay.
-func (st *appState) configure(c *client.Client, ids []string) {
+// lifeSettings configure an app's session lifecycle: off when durations
+// is nil.
+type lifeSettings struct {
+	durations  prometheus.Histogram // the app's child of duix_app_session_duration_seconds
+	maxTracked int
+}
+
+// configure sets the client, the watched conversations and the lifecycle,
+// keeping the details already known of conversations that stay and the
+// sessions followed so far.
+func (st *appState) configure(c *client.Client, ids []string, ls lifeSettings) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.c = c
+	switch {
+	case ls.durations == nil:
+		st.life = nil
+	case st.life == nil:
+		st.life = &lifecycle{}
+	}
+	if st.life != nil {
+		st.life.durations = ls.durations
+	}
+	st.durations, st.maxTracked = ls.durations, ls.maxTracked
 	kept := make([]*conversation, 0, len(ids))
 	for _, id := range ids {
 		cv := st.conversation(id)
@@ -100,15 +127,17 @@ func (st *appState) conversation(id string) *conversation {
 	return st.conversations[i]
 }
 
-// conversationIDs lists the configured conversations, in ID order.
-func (st *appState) conversationIDs() []string {
+// fetchSettings returns what a fetch of the app needs: its client, the
+// configured conversations (in ID order), whether to keep the session list
+// for the lifecycle, and how much of it.
+func (st *appState) fetchSettings() (c *client.Client, ids []string, life bool, maxTracked int) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	ids := make([]string, len(st.conversations))
+	ids = make([]string, len(st.conversations))
 	for i, cv := range st.conversations {
 		ids[i] = cv.id
 	}
-	return ids
+	return st.c, ids, st.life != nil, st.maxTracked
 }
 
 // due returns the conversations whose details are due for a refresh; with
@@ -167,7 +196,10 @@ func (st *appState) record(r *result) {
 	}
 	if r.sessErr != nil {
 		st.errs[client.Reason(r.sessErr)]++
+	} else if st.life != nil && r.list != nil {
+		st.life.observe(r.list, r.sessions, r.listedAt, st.maxTracked)
 	}
+	r.list = nil // observed once, however many requests share the result
 }
 
 // countTimeouts counts n calls that ran out of time.
@@ -188,12 +220,26 @@ type view struct {
 	corpID        string
 	errs          map[string]uint64
 	conversations []conversation
+	life          *lifeView
+	durations     prometheus.Histogram
 }
 
-func (st *appState) view() view {
+// lifeView is what a scrape exports of an app's lifecycle.
+type lifeView struct {
+	baseline                  bool
+	started, ended, untracked uint64
+	seconds, oldestAge        float64
+}
+
+func (st *appState) view(now time.Time) view {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	v := view{corpID: st.corpID, errs: make(map[string]uint64, len(st.errs)), conversations: make([]conversation, len(st.conversations))}
+	if l := st.life; l != nil {
+		v.durations = st.durations
+		v.life = &lifeView{baseline: l.baseline, started: l.started, ended: l.ended, untracked: l.untracked,
+			seconds: l.seconds, oldestAge: l.oldestAge(now)}
+	}
 	for k, n := range st.errs {
 		v.errs[k] = n
 	}

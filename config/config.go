@@ -39,7 +39,10 @@ const (
 	DefaultConversationRefresh = model.Duration(5 * time.Minute)
 	DefaultTokenTTL            = model.Duration(30 * time.Minute)
 
+	DefaultMaxTracked = 10000
+
 	MaxMaxConcurrency   = 4096
+	MaxMaxTracked       = 1000000
 	MinMaxResponseBytes = int64(1024)
 	MinTokenTTL         = model.Duration(time.Minute)
 	MaxTokenTTL         = model.Duration(24 * time.Hour)
@@ -59,6 +62,10 @@ var (
 		HTTPClientConfig:    promconfig.DefaultHTTPClientConfig,
 	}
 
+	// DefaultSessions is the sessions section used when the section, or
+	// one of its fields, is absent.
+	DefaultSessions = Sessions{Lifecycle: true, MaxTracked: DefaultMaxTracked}
+
 	// DefaultApp is the starting point of every entry of apps. TokenTTL is
 	// not set here: it defaults to DefaultTokenTTL only for apps that mint
 	// their own tokens (see App.UnmarshalYAML).
@@ -69,8 +76,22 @@ var (
 
 // Config is the whole configuration file.
 type Config struct {
-	API  API   `yaml:"api"`
-	Apps []App `yaml:"apps"`
+	API      API      `yaml:"api"`
+	Sessions Sessions `yaml:"sessions"`
+	Apps     []App    `yaml:"apps"`
+}
+
+// Sessions configures what the exporter follows of the apps' sessions.
+// The zero value turns the lifecycle off; a file without the section gets
+// DefaultSessions.
+type Sessions struct {
+	// Lifecycle turns on the session lifecycle metrics: sessions started
+	// and ended, their durations, the oldest session's age and the
+	// session-seconds used (15 series per app).
+	Lifecycle bool `yaml:"lifecycle"`
+	// MaxTracked bounds the sessions followed per app, 1..1000000; those
+	// over it are counted, not followed.
+	MaxTracked int `yaml:"max_tracked"`
 }
 
 // API holds the settings shared by every upstream request.
@@ -169,7 +190,7 @@ func Parse(data []byte, dir string) (*Config, error) {
 		return nil, yamlError(err)
 	}
 	if cfg == nil {
-		cfg = &Config{API: DefaultAPI}
+		cfg = &Config{API: DefaultAPI, Sessions: DefaultSessions}
 	}
 	cfg.setDirectory(dir)
 	if err := cfg.validate(); err != nil {
@@ -192,16 +213,31 @@ func (c *Config) String() string {
 // gets DefaultAPI.
 func (c *Config) UnmarshalYAML(unmarshal func(any) error) error {
 	type plainConfig struct {
-		API  *API  `yaml:"api"`
-		Apps []App `yaml:"apps"`
+		API      *API      `yaml:"api"`
+		Sessions *Sessions `yaml:"sessions"`
+		Apps     []App     `yaml:"apps"`
 	}
 	var p plainConfig
 	if err := unmarshal(&p); err != nil {
 		return err
 	}
-	*c = Config{API: DefaultAPI, Apps: p.Apps}
+	*c = Config{API: DefaultAPI, Sessions: DefaultSessions, Apps: p.Apps}
 	if p.API != nil {
 		c.API = *p.API
+	}
+	if p.Sessions != nil {
+		c.Sessions = *p.Sessions
+	}
+	return nil
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler: fields that are absent keep
+// their value from DefaultSessions.
+func (s *Sessions) UnmarshalYAML(unmarshal func(any) error) error {
+	*s = DefaultSessions
+	type plainSessions Sessions
+	if err := unmarshal((*plainSessions)(s)); err != nil {
+		return locateError("sessions", err)
 	}
 	return nil
 }
@@ -264,6 +300,9 @@ func (c *Config) setDirectory(dir string) {
 func (c *Config) validate() error {
 	if err := c.API.validate(); err != nil {
 		return err
+	}
+	if m := c.Sessions.MaxTracked; m < 1 || m > MaxMaxTracked {
+		return fmt.Errorf("sessions.max_tracked: must be between 1 and %d", MaxMaxTracked)
 	}
 	if len(c.Apps) == 0 {
 		return errors.New("at least one app is required")

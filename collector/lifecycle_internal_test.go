@@ -1,0 +1,53 @@
+package collector
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestLifecycleRules(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	list := func(ids ...string) []seenSession {
+		out := make([]seenSession, len(ids))
+		for i, id := range ids {
+			out[i] = seenSession{id: id}
+		}
+		return out
+	}
+
+	t.Run("a session that vanishes and reappears is a new one", func(t *testing.T) {
+		var l lifecycle
+		l.observe(list("x"), 1, at(0), 10)
+		l.observe(list(), 0, at(10), 10)
+		l.observe(list("x"), 1, at(20), 10)
+		assert.Equal(t, uint64(1), l.started)
+		assert.Equal(t, uint64(1), l.ended)
+		assert.Equal(t, 0.0, l.oldestAge(at(20)), "its start is when it was listed again")
+	})
+	t.Run("state is capped and what overflows is counted", func(t *testing.T) {
+		var l lifecycle
+		l.observe(list("a", "b", "c"), 5, at(0), 2) // 3 of 5 kept by the fetch, 2 followed
+		assert.Len(t, l.active, 2)
+		assert.Equal(t, uint64(3), l.untracked)
+		l.observe(list("a", "b", "c"), 5, at(10), 2)
+		assert.Equal(t, uint64(0), l.ended, "sessions over the cap neither start nor end")
+		assert.Equal(t, uint64(0), l.started)
+		assert.Equal(t, 50.0, l.seconds, "session-seconds count every listed entry")
+	})
+	t.Run("records without an ID are not followed", func(t *testing.T) {
+		var l lifecycle
+		l.observe([]seenSession{{id: ""}, {id: "a"}}, 2, at(0), 10)
+		assert.Len(t, l.active, 1)
+		assert.Equal(t, uint64(1), l.untracked)
+	})
+	t.Run("a start time from the record is used, unless it is in the future", func(t *testing.T) {
+		var l lifecycle
+		l.observe([]seenSession{{id: "a", start: at(-100)}, {id: "b", start: at(100)}}, 2, at(0), 10)
+		assert.Equal(t, 100.0, l.oldestAge(at(0)))
+		l.observe(nil, 0, at(10), 10)
+		assert.Equal(t, 0.0, l.oldestAge(at(10)))
+	})
+}

@@ -1,0 +1,132 @@
+package collector_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duix-exporter/duix_exporter/simulator"
+)
+
+// sample returns the value of one sample line of an exposition ("" when
+// absent): series is the name with its labels as exposed.
+func sample(body, series string) string {
+	for line := range strings.SplitSeq(body, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func TestLifecycleStartedEndedAndDurations(t *testing.T) {
+	e := newEnv(t, appDef{"a", "app-a", "key-a", 10, nil})
+	before, err := e.sim.StartSession("app-a", "")
+	require.NoError(t, err)
+	scrape := func() string { return e.scrapeText(t, context.Background()) }
+
+	// The first list is the baseline: the session already there did not
+	// start now.
+	body := scrape()
+	assert.Equal(t, "0", sample(body, `duix_app_sessions_started_total{app="a"}`))
+	assert.Equal(t, "0", sample(body, `duix_app_sessions_ended_total{app="a"}`))
+	assert.Equal(t, "0", sample(body, `duix_app_oldest_session_age_seconds{app="a"}`))
+
+	// A call starts; 90 s later the first one (started at fixedNow, by its
+	// record's startTime) ends.
+	e.clk.advance(30 * time.Second)
+	_, err = e.sim.StartSession("app-a", "")
+	require.NoError(t, err)
+	body = scrape()
+	assert.Equal(t, "1", sample(body, `duix_app_sessions_started_total{app="a"}`))
+	assert.Equal(t, "30", sample(body, `duix_app_oldest_session_age_seconds{app="a"}`))
+	e.clk.advance(60 * time.Second)
+	require.True(t, e.sim.EndSession("app-a", before))
+	body = scrape()
+	assert.Equal(t, "1", sample(body, `duix_app_sessions_ended_total{app="a"}`))
+	// Last seen at 30 s after its start: ended sessions last from their
+	// start to when they were last listed.
+	assert.Equal(t, "1", sample(body, `duix_app_session_duration_seconds_bucket{app="a",le="30"}`))
+	assert.Equal(t, "30", sample(body, `duix_app_session_duration_seconds_sum{app="a"}`))
+	assert.Equal(t, "1", sample(body, `duix_app_session_duration_seconds_count{app="a"}`))
+	assert.Equal(t, "60", sample(body, `duix_app_oldest_session_age_seconds{app="a"}`), "the second call is the oldest now")
+
+	// Session-seconds by the trapezoid rule: from 1 to 2 sessions over 30 s
+	// (45), from 2 to 1 over 60 s (90).
+	assert.Equal(t, "135", sample(body, `duix_app_session_seconds_total{app="a"}`))
+}
+
+func TestLifecycleFailedFetchChangesNothing(t *testing.T) {
+	e := newEnv(t, appDef{"a", "app-a", "key-a", 10, nil})
+	_, err := e.sim.StartSession("app-a", "")
+	require.NoError(t, err)
+	e.scrapeText(t, context.Background())
+	e.sim.SetFault("app-a", simulator.EndpointSessions, simulator.Fault{Kind: simulator.FaultHTTP500})
+	e.clk.advance(time.Minute)
+	body := e.scrapeText(t, context.Background())
+	assert.Equal(t, "0", sample(body, `duix_app_sessions_ended_total{app="a"}`), "a failed list ends nothing")
+	assert.Equal(t, "0", sample(body, `duix_app_session_seconds_total{app="a"}`))
+	e.sim.ClearFaults()
+	e.clk.advance(time.Minute)
+	body = e.scrapeText(t, context.Background())
+	assert.Equal(t, "0", sample(body, `duix_app_sessions_ended_total{app="a"}`))
+	assert.Equal(t, "0", sample(body, `duix_app_sessions_started_total{app="a"}`))
+	assert.Equal(t, "120", sample(body, `duix_app_session_seconds_total{app="a"}`), "integrated over the time between successful lists")
+}
+
+func TestLifecycleOneFetchCountsOnce(t *testing.T) {
+	e := newGatedEnv(t, appDef{"a", "app-a", "key-a", 10, nil})
+	_, err := e.sim.StartSession("app-a", "")
+	require.NoError(t, err)
+	// The baseline fetch, shared by two requests.
+	first := e.scrapeAsync(t, context.Background())
+	waitFor(t, "the calls reach the platform", func() bool { return e.gate.arrived.Load() == 2 })
+	second := e.scrapeAsync(t, context.Background(), "a")
+	waitFor(t, "the second request joins them", func() bool { return e.shared("in_flight") == 1 })
+	e.gate.release()
+	receive(t, first)
+	receive(t, second)
+
+	// A new session, listed by one fetch that two requests share.
+	_, err = e.sim.StartSession("app-a", "")
+	require.NoError(t, err)
+	e.clk.advance(time.Minute)
+	cfg := *e.cfg
+	cfg.API.MinInterval = 0
+	bodies := []string{receive(t, e.scrapeAsync(t, context.Background()))}
+	// Reused under min_interval, by later requests.
+	cfg.API.MinInterval = model.Duration(time.Hour)
+	require.NoError(t, e.exp.Apply(&cfg))
+	e.clk.advance(time.Minute)
+	bodies = append(bodies, e.scrapeText(t, context.Background()), e.scrapeText(t, context.Background(), "a"))
+	for i, body := range bodies {
+		assert.Equal(t, "1", sample(body, `duix_app_sessions_started_total{app="a"}`), "request %d", i)
+		assert.Equal(t, "90", sample(body, `duix_app_session_seconds_total{app="a"}`), "request %d: from 1 to 2 sessions over 60 s, once", i)
+	}
+	assert.Equal(t, int64(2), e.sim.Requests(simulator.EndpointSessions))
+}
+
+func TestLifecycleStateLeavesWithTheApp(t *testing.T) {
+	e := newEnv(t, appDef{"a", "app-a", "key-a", 10, nil}, appDef{"b", "app-b", "key-b", 10, nil})
+	e.scrapeText(t, context.Background())
+	_, err := e.sim.StartSession("app-a", "")
+	require.NoError(t, err)
+	e.clk.advance(time.Minute)
+	assert.Equal(t, "1", sample(e.scrapeText(t, context.Background()), `duix_app_sessions_started_total{app="a"}`))
+
+	cfg := *e.cfg
+	cfg.Apps = cfg.Apps[1:]
+	require.NoError(t, e.exp.Apply(&cfg))
+	assert.NotContains(t, e.scrapeText(t, context.Background()), `app="a"`)
+	require.NoError(t, e.exp.Apply(e.cfg))
+	_, err = e.sim.StartSession("app-a", "")
+	require.NoError(t, err)
+	body := e.scrapeText(t, context.Background())
+	assert.Equal(t, "0", sample(body, `duix_app_sessions_started_total{app="a"}`), "a returning app starts with a baseline")
+	assert.Equal(t, "0", sample(body, `duix_app_session_duration_seconds_count{app="a"}`))
+}
