@@ -366,7 +366,7 @@ func TestPrometheusRuleIsRulesYML(t *testing.T) {
 			if r.Alert == "" {
 				continue
 			}
-			assert.Contains(t, []string{"warning", "critical"}, r.Labels["severity"], "%s: severity", r.Alert)
+			assert.Contains(t, []string{"info", "warning", "critical"}, r.Labels["severity"], "%s: severity", r.Alert)
 			assert.NotEmpty(t, r.Annotations["summary"], "%s: summary", r.Alert)
 			assert.NotEmpty(t, r.Annotations["description"], "%s: description", r.Alert)
 			url := r.Annotations["runbook_url"]
