@@ -79,8 +79,9 @@ bench-go: ## The Go benchmarks, allocations reported.
 # its own. LOAD_FLAGS=-no-fail reports without failing.
 LOAD_FLAGS ?=
 .PHONY: load
-load: build ## Scrape 1000 simulated apps and compare with the same calls made directly: wall and CPU ratios, series, RSS, upstream calls.
+load: build ## Scrape 1000 simulated apps and compare with the same calls made directly: wall and CPU ratios, series, RSS, upstream calls; session lifecycle off, then on.
 	$(GO) run ./bench/load -binary ./$(BIN) $(LOAD_FLAGS)
+	$(GO) run ./bench/load -binary ./$(BIN) -lifecycle $(LOAD_FLAGS)
 
 .PHONY: load-5000
 load-5000: build ## The load run with 5000 apps (the reference for peak RSS).

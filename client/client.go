@@ -101,7 +101,7 @@ func (c *Code) UnmarshalJSON(b []byte) error {
 	switch {
 	case len(b) > 0 && b[0] == '"':
 		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
+		if err := unquote(b, &s); err != nil {
 			return err
 		}
 		*c = Code(s)
@@ -256,9 +256,110 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// decodeEnvelope walks the top-level object, keeping the envelope fields and
-// handing data to decode as it streams past.
+// wholeBody is the size up to which a body is read whole and decoded in one
+// pass. A larger one (a long session list) is decoded as it streams, so
+// that memory stays flat whatever its length. Walking the envelope token by
+// token costs encoding/json a Decode (and a discarded syntax error) per
+// member: for the small answers of almost every call, one pass halves the
+// client's CPU (see docs/performance.md).
+const wholeBody = 64 << 10
+
+// decodeEnvelope reads the top-level object, keeping the envelope fields and
+// handing data to decode. Member names match case-insensitively, as
+// encoding/json matches struct fields, and the last occurrence of a member
+// wins.
 func decodeEnvelope(r io.Reader, decode dataFunc) (env envelope, err error) {
+	head, err := io.ReadAll(io.LimitReader(r, wholeBody+1))
+	if err != nil {
+		return env, err
+	}
+	if len(head) <= wholeBody {
+		return decodeWhole(head, decode)
+	}
+	return decodeStream(io.MultiReader(bytes.NewReader(head), r), decode)
+}
+
+// decodeWhole decodes a body held in memory in one pass. Like decodeStream,
+// it reads the first JSON value and ignores what follows it.
+func decodeWhole(b []byte, decode dataFunc) (env envelope, err error) {
+	if t := bytes.TrimSpace(b); len(t) == 0 {
+		return env, io.ErrUnexpectedEOF
+	} else if t[0] != '{' {
+		return env, errors.New("the answer is not a JSON object")
+	}
+	var w struct {
+		Code    Code            `json:"code"`
+		Message looseString     `json:"message"`
+		Msg     looseString     `json:"msg"`
+		Success flag            `json:"success"`
+		Data    json.RawMessage `json:"data"`
+	}
+	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&w); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return env, err
+	}
+	env = envelope{Code: w.Code, Message: string(w.Message), Msg: string(w.Msg), HasData: w.Data != nil}
+	if w.Success.set {
+		env.Success = &w.Success.v
+	}
+	if w.Data != nil && decode != nil {
+		if err := decode(json.NewDecoder(bytes.NewReader(w.Data))); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return env, err
+		}
+	}
+	return env, nil
+}
+
+// flag is the envelope's success: true or false, null read as false.
+type flag struct{ set, v bool }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (f *flag) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case "true":
+		*f = flag{set: true, v: true}
+	case "false", "null":
+		*f = flag{set: true}
+	default:
+		return errors.New("success: not a boolean")
+	}
+	return nil
+}
+
+// looseString is a string or null; anything else is kept as its JSON text,
+// since a message is only ever shown to people.
+type looseString string
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (s *looseString) UnmarshalJSON(b []byte) error {
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		return unquote(b, (*string)(s))
+	case string(b) != "null":
+		*s = looseString(b)
+	}
+	return nil
+}
+
+// envelopeMember returns the envelope member that key names, matched
+// case-insensitively as encoding/json matches struct fields, or "".
+func envelopeMember(key string) string {
+	for _, m := range []string{"code", "message", "msg", "success", "data"} {
+		if strings.EqualFold(key, m) {
+			return m
+		}
+	}
+	return ""
+}
+
+// decodeStream walks the top-level object token by token, handing data to
+// decode as it streams past.
+func decodeStream(r io.Reader, decode dataFunc) (env envelope, err error) {
 	defer func() {
 		if err == io.EOF { // the body ended inside the object
 			err = io.ErrUnexpectedEOF
@@ -275,7 +376,7 @@ func decodeEnvelope(r io.Reader, decode dataFunc) (env envelope, err error) {
 			return env, err
 		}
 		key, _ := tok.(string)
-		switch key {
+		switch envelopeMember(key) {
 		case "code":
 			err = dec.Decode(&env.Code)
 		case "message":

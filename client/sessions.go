@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // SessionOptions controls how session records are decoded.
@@ -116,7 +118,7 @@ type sessionRecord struct {
 func (r *sessionRecord) UnmarshalJSON(b []byte) error {
 	switch {
 	case len(b) > 0 && b[0] == '"':
-		if err := json.Unmarshal(b, &r.s.ID); err != nil {
+		if err := unquote(b, &r.s.ID); err != nil {
 			return err
 		}
 	case len(b) > 0 && b[0] == '{':
@@ -158,13 +160,25 @@ type scalar string
 func (s *scalar) UnmarshalJSON(b []byte) error {
 	switch {
 	case len(b) > 0 && b[0] == '"':
-		return json.Unmarshal(b, (*string)(s))
+		return unquote(b, (*string)(s))
 	case len(b) > 0 && (b[0] == '-' || (b[0] >= '0' && b[0] <= '9')):
 		*s = scalar(b)
 	default:
 		*s = ""
 	}
 	return nil
+}
+
+// unquote decodes the JSON string literal b, which encoding/json has
+// already checked, into s. A literal without escapes and in valid UTF-8 is
+// its own content: it is copied without a second parse (a session list
+// holds a few of them per record).
+func unquote(b []byte, s *string) error {
+	if len(b) >= 2 && bytes.IndexByte(b, '\\') < 0 && utf8.Valid(b) {
+		*s = string(b[1 : len(b)-1])
+		return nil
+	}
+	return json.Unmarshal(b, s)
 }
 
 // isCallbackError reports whether err came from an EachSession callback.

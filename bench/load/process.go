@@ -158,7 +158,7 @@ func startPlatform(ctx context.Context, bin, dir string, o options, apps, conver
 	if err != nil {
 		return nil, err
 	}
-	withC := bytes.Replace(b, []byte("\napi:\n"), fmt.Appendf(nil, "\napi:\n  max_concurrency: %d\n", o.concurrency), 1)
+	withC := bytes.Replace(b, []byte("\napi:\n"), fmt.Appendf(nil, "\nsessions:\n  lifecycle: %t\napi:\n  max_concurrency: %d\n", o.lifecycle, o.concurrency), 1)
 	if bytes.Equal(withC, b) {
 		return nil, errors.New("the configuration written by the simulator has no api section")
 	}
