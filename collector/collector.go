@@ -54,6 +54,7 @@ func collectApp(ch chan<- prometheus.Metric, st *appState, r *result, now time.T
 	}
 	if r.sessErr == nil {
 		gauge(activeSessionsDesc, float64(r.sessions), app)
+		gauge(sessionsWithoutConversationDesc, float64(r.noConv), app)
 	}
 	reasons := make([]string, 0, len(v.errs))
 	for reason := range v.errs {
@@ -85,7 +86,9 @@ func collectApp(ch chan<- prometheus.Metric, st *appState, r *result, now time.T
 				labelValue(cv.language), labelValue(cv.modelName), labelValue(cv.name), labelValue(cv.ttsName))
 			gauge(conversationRefreshDesc, float64(cv.refreshed.UnixMilli())/1e3, app, cv.id)
 		}
-		if r.sessErr == nil {
+		// A count is only known when every entry names its conversation:
+		// an entry without one may belong to any.
+		if r.sessErr == nil && r.noConv == 0 {
 			gauge(conversationSessionsDesc, float64(r.perConv[cv.id]), app, cv.id)
 		}
 	}

@@ -159,7 +159,11 @@ duix_app_concurrency_limit{app="beta"} 3
 # TYPE duix_app_info gauge
 duix_app_info{app="alpha",app_id="app-alpha",corp_id="corp-alpha"} 1
 duix_app_info{app="beta",app_id="app-beta",corp_id="corp-beta"} 1
-# HELP duix_conversation_active_sessions Active sessions of a configured conversation: entries of getconcurrentList whose record names it (conversationId).
+# HELP duix_app_sessions_without_conversation Entries of getconcurrentList whose record names no conversation (no conversationId). While it is above 0 the per-conversation counts are unknown and left out.
+# TYPE duix_app_sessions_without_conversation gauge
+duix_app_sessions_without_conversation{app="alpha"} 0
+duix_app_sessions_without_conversation{app="beta"} 1
+# HELP duix_conversation_active_sessions Active sessions of a configured conversation: entries of getconcurrentList whose record names it (conversationId). Absent while any entry of the app names no conversation: the count is then unknown.
 # TYPE duix_conversation_active_sessions gauge
 duix_conversation_active_sessions{app="alpha",conversation_id="a1"} 2
 duix_conversation_active_sessions{app="alpha",conversation_id="a2"} 1
@@ -183,7 +187,7 @@ duix_up{app="beta"} 1
 	names := []string{"duix_up", "duix_app_concurrency_limit", "duix_app_concurrency_in_use", "duix_app_active_sessions",
 		"duix_app_info", "duix_conversation_max_concurrent", "duix_conversation_info",
 		"duix_conversation_active_sessions", "duix_conversation_last_refresh_timestamp_seconds",
-		"duix_scrape_errors_total", "duix_app_rate_limited_until_timestamp_seconds"}
+		"duix_scrape_errors_total", "duix_app_rate_limited_until_timestamp_seconds", "duix_app_sessions_without_conversation"}
 	require.NoError(t, testutil.CollectAndCompare(e.collector(), strings.NewReader(expected), names...))
 	n, err := testutil.GatherAndCount(gathererOf(e.collector()), "duix_scrape_duration_seconds")
 	require.NoError(t, err)
@@ -196,7 +200,7 @@ func gathererOf(c prometheus.Collector) prometheus.Gatherer {
 	return reg
 }
 
-// TestSeriesDependOnTheConfigurationAlone: a healthy app costs 6 series,
+// TestSeriesDependOnTheConfigurationAlone: a healthy app costs 7 series,
 // each configured conversation 4 more, and the session lifecycle 15 more
 // per app when it is on, whatever the platform names in its records.
 func TestSeriesDependOnTheConfigurationAlone(t *testing.T) {
@@ -217,7 +221,9 @@ func TestSeriesDependOnTheConfigurationAlone(t *testing.T) {
 			}
 			_, err := e.sim.ForceSession("app-alpha", "a1")
 			require.NoError(t, err)
-			want := 2*6 + 2*4
+			_, err = e.sim.ForceSession("app-beta", "")
+			require.NoError(t, err)
+			want := 2*7 + 2*4
 			if lifecycle {
 				want += 2 * 15
 			}
@@ -227,6 +233,7 @@ func TestSeriesDependOnTheConfigurationAlone(t *testing.T) {
 				assert.Equal(t, want, seriesIn(body), body)
 				assert.Contains(t, body, `duix_conversation_active_sessions{app="alpha",conversation_id="a1"} 1`)
 				assert.Contains(t, body, `duix_app_active_sessions{app="alpha"} 2001`)
+				assert.Contains(t, body, `duix_app_sessions_without_conversation{app="beta"} 1`)
 				assert.NotContains(t, body, "unconfigured-")
 				assert.NotContains(t, body, "other-")
 			}
@@ -243,6 +250,33 @@ func seriesIn(body string) int {
 		}
 	}
 	return n
+}
+
+// TestCountsPerConversationOnlyWhenKnown: records that name no
+// conversation leave every count of the app's conversations unknown, never
+// 0; the app says how many named none.
+func TestCountsPerConversationOnlyWhenKnown(t *testing.T) {
+	e := newEnv(t, appDef{"a", "app-a", "key-a", 10, []string{"c1"}})
+	e.sim.SetSessionConversationIDs(false)
+	body := e.scrapeText(t, context.Background())
+	assert.Equal(t, "0", sample(body, `duix_conversation_active_sessions{app="a",conversation_id="c1"}`), "no sessions at all: 0 is known")
+	assert.Equal(t, "0", sample(body, `duix_app_sessions_without_conversation{app="a"}`))
+
+	for range 2 {
+		_, err := e.sim.StartSession("app-a", "c1")
+		require.NoError(t, err)
+	}
+	body = e.scrapeText(t, context.Background())
+	assert.Equal(t, "", sample(body, `duix_conversation_active_sessions{app="a",conversation_id="c1"}`), "unknown, not 0")
+	assert.Equal(t, "2", sample(body, `duix_app_sessions_without_conversation{app="a"}`))
+	assert.Equal(t, "2", sample(body, `duix_app_concurrency_in_use{app="a"}`))
+	assert.Equal(t, "2", sample(body, `duix_conversation_max_concurrent{app="a",conversation_id="c1"}`))
+
+	// Records that name their conversation: counted, as before.
+	e.sim.SetSessionConversationIDs(true)
+	body = e.scrapeText(t, context.Background())
+	assert.Equal(t, "2", sample(body, `duix_conversation_active_sessions{app="a",conversation_id="c1"}`))
+	assert.Equal(t, "0", sample(body, `duix_app_sessions_without_conversation{app="a"}`))
 }
 
 func TestOneFaultyAppDoesNotTouchTheOthers(t *testing.T) {

@@ -354,11 +354,16 @@ func checkHealthy(t *testing.T, s samples, a fmApp) {
 		sampleKey("duix_app_concurrency_in_use", app):                      float64(a.totalSessions()),
 		sampleKey("duix_app_active_sessions", app):                         float64(a.totalSessions()),
 		sampleKey("duix_app_info", app, "app_id="+a.id, "corp_id="+a.corp): 1,
+		sampleKey("duix_app_sessions_without_conversation", app):           float64(a.sessions[""]),
 	}
 	for _, c := range a.convs {
 		cid := "conversation_id=" + c
 		want[sampleKey("duix_conversation_max_concurrent", app, cid)] = float64(a.maxConv[c])
-		want[sampleKey("duix_conversation_active_sessions", app, cid)] = float64(a.sessions[c])
+		// Counts per conversation are known only when every session
+		// names its conversation.
+		if a.sessions[""] == 0 {
+			want[sampleKey("duix_conversation_active_sessions", app, cid)] = float64(a.sessions[c])
+		}
 	}
 	for k, v := range want {
 		got, ok := s[k]

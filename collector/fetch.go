@@ -163,14 +163,16 @@ func (e *Exporter) start(st *appState, s settings, slots int64) *flight {
 			return nil
 		})
 		g.Go(func() error {
-			n, perConv := 0, map[string]int{}
+			n, noConv, perConv := 0, 0, map[string]int{}
 			var list []seenSession
 			if life {
 				list = []seenSession{}
 			}
 			err := c.EachSession(ctx, client.SessionOptions{}, func(ss client.Session) error {
 				n++
-				if _, ok := slices.BinarySearch(ids, ss.ConversationID); ok {
+				if ss.ConversationID == "" {
+					noConv++
+				} else if _, ok := slices.BinarySearch(ids, ss.ConversationID); ok {
 					perConv[ss.ConversationID]++
 				}
 				if life && len(list) < maxTracked {
@@ -186,7 +188,7 @@ func (e *Exporter) start(st *appState, s settings, slots int64) *flight {
 			e.complete(f, func(r *result) {
 				r.sessErr, f.sessPending = err, false
 				if err == nil {
-					r.sessions, r.perConv, r.list, r.listedAt = n, perConv, list, listedAt
+					r.sessions, r.noConv, r.perConv, r.list, r.listedAt = n, noConv, perConv, list, listedAt
 				}
 			}, client.EndpointSessions, err)
 			return nil

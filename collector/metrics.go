@@ -5,7 +5,8 @@ import "github.com/prometheus/client_golang/prometheus"
 // The metrics of a scrape, one descriptor each, declared once. Each HELP
 // text names the platform field the value comes from (see
 // docs/platform-api.md). Series per app: duix_up, the two concurrency
-// figures, active sessions, info and scrape duration (6 for a healthy app);
+// figures, active sessions, sessions without a conversation, info and
+// scrape duration (7 for a healthy app);
 // one errors series per reason that has occurred; the rate-limit deadline
 // while it applies. Each configured conversation adds at most 4.
 var (
@@ -43,8 +44,11 @@ var (
 		"When the details of a configured conversation were last fetched successfully from getConversationById.",
 		[]string{"app", "conversation_id"}, nil)
 	conversationSessionsDesc = prometheus.NewDesc("duix_conversation_active_sessions",
-		"Active sessions of a configured conversation: entries of getconcurrentList whose record names it (conversationId).",
+		"Active sessions of a configured conversation: entries of getconcurrentList whose record names it (conversationId). Absent while any entry of the app names no conversation: the count is then unknown.",
 		[]string{"app", "conversation_id"}, nil)
+	sessionsWithoutConversationDesc = prometheus.NewDesc("duix_app_sessions_without_conversation",
+		"Entries of getconcurrentList whose record names no conversation (no conversationId). While it is above 0 the per-conversation counts are unknown and left out.",
+		[]string{"app"}, nil)
 )
 
 // The session lifecycle, as observed at fetch time (see lifecycle.go): 4
@@ -72,5 +76,5 @@ var (
 var descs = []*prometheus.Desc{
 	upDesc, limitDesc, inUseDesc, activeSessionsDesc, appInfoDesc, scrapeDurationDesc, scrapeErrorsDesc,
 	rateLimitedUntilDesc, conversationMaxDesc, conversationInfoDesc, conversationRefreshDesc, conversationSessionsDesc,
-	sessionsStartedDesc, sessionsEndedDesc, oldestSessionAgeDesc, sessionSecondsDesc, sessionsUntrackedDesc,
+	sessionsWithoutConversationDesc, sessionsStartedDesc, sessionsEndedDesc, oldestSessionAgeDesc, sessionSecondsDesc, sessionsUntrackedDesc,
 }

@@ -20,6 +20,8 @@ type result struct {
 	conc     *client.Concurrency
 	concErr  error
 	sessions int
+	// noConv counts the sessions whose record names no conversation.
+	noConv int
 	// perConv counts the sessions of each configured conversation; other
 	// conversation IDs are not kept, so its size is bounded by the
 	// configuration.

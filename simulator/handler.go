@@ -299,6 +299,7 @@ func (s *Simulator) writeSessionList(w http.ResponseWriter, appID string, st *ap
 			_, _ = bw.WriteString(`{"` + wrapKey + `":`)
 		}
 		appJSON := appendJSONString(nil, appID)
+		noConv := s.noConversationIDs.Load()
 		rec := make([]byte, 0, 256)
 		_ = bw.WriteByte('[')
 		for i, ss := range sessions {
@@ -312,8 +313,10 @@ func (s *Simulator) writeSessionList(w http.ResponseWriter, appID string, st *ap
 			id := rec[idStart:]
 			rec = append(rec, `,"sessionId":`...)
 			rec = append(rec, id...)
-			rec = append(rec, `,"conversationId":`...)
-			rec = appendJSONString(rec, ss.ConversationID)
+			if !noConv {
+				rec = append(rec, `,"conversationId":`...)
+				rec = appendJSONString(rec, ss.ConversationID)
+			}
 			rec = append(rec, `,"appId":`...)
 			rec = append(rec, appJSON...)
 			rec = append(rec, `,"startTime":`...)

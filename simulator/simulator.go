@@ -67,6 +67,8 @@ type Simulator struct {
 
 	apps  sync.Map // app ID -> *appState
 	shape atomic.Int32
+	// noConversationIDs leaves conversationId out of session records.
+	noConversationIDs atomic.Bool
 
 	rulesMu   sync.Mutex
 	faults    map[ruleKey]*faultRule
@@ -379,6 +381,13 @@ const (
 // apps.
 func (s *Simulator) SetSessionListShape(shape Shape) {
 	s.shape.Store(int32(shape))
+}
+
+// SetSessionConversationIDs selects whether session records name their
+// conversation (conversationId, the default) or not: the public reference
+// does not document the records, so a platform may leave it out.
+func (s *Simulator) SetSessionConversationIDs(on bool) {
+	s.noConversationIDs.Store(!on)
 }
 
 // Requests returns how many requests reached the handler for an endpoint

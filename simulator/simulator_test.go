@@ -285,6 +285,13 @@ func TestSessionListAndShapes(t *testing.T) {
 			`],"message":"","success":true}`,
 		string(r.body))
 
+	// Records that do not name their conversation.
+	e.sim.SetSessionConversationIDs(false)
+	r = e.get(EndpointSessions, "appId", appA)
+	assert.NotContains(t, string(r.body), "conversationId")
+	assert.Contains(t, string(r.body), `"uuid":"`+id1+`"`)
+	e.sim.SetSessionConversationIDs(true)
+
 	for shape, data := range map[Shape]string{
 		ShapeArray:   list,
 		ShapeList:    `{"list":` + list + `,"total":2}`,
