@@ -120,6 +120,21 @@ func TestHelmDefaultValues(t *testing.T) {
 		"v1/ConfigMap":       1,
 	}, o.seen, "objects with the default values")
 	assertHardened(t, o)
+
+	// The same pod as the kustomize base.
+	kpod, hpod := build(t).deployment.Spec.Template.Spec, o.deployment.Spec.Template.Spec
+	kc, hc := kpod.Containers[0], hpod.Containers[0]
+	assert.Equal(t, kpod.SecurityContext, hpod.SecurityContext, "pod securityContext as in the kustomize base")
+	assert.Equal(t, kc.SecurityContext, hc.SecurityContext, "container securityContext as in the kustomize base")
+	assert.Equal(t, kc.Resources, hc.Resources, "resources as in the kustomize base")
+	assert.Equal(t, kc.Env, hc.Env, "GOMEMLIMIT as in the kustomize base")
+	assert.Equal(t, kc.LivenessProbe, hc.LivenessProbe, "liveness probe as in the kustomize base")
+	assert.Equal(t, kc.ReadinessProbe, hc.ReadinessProbe, "readiness probe as in the kustomize base")
+	assert.Equal(t, kc.Ports, hc.Ports)
+	assert.Equal(t, kpod.AutomountServiceAccountToken, hpod.AutomountServiceAccountToken)
+	assert.Equal(t, kpod.TerminationGracePeriodSeconds, hpod.TerminationGracePeriodSeconds)
+	assert.Subset(t, hc.Args, kc.Args, "the kustomize base's flags")
+
 	f := configFiles(t, o)
 	assert.Empty(t, f.keysMount, "no keys to mount without apps")
 	_, err := loadInPod(t, f, nil)
