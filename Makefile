@@ -16,12 +16,20 @@ export CGO_ENABLED ?= 0
 TEST_TOOLS := promtool:prometheus prometheus:prometheus
 TEST_TOOLS += chromium:chromium
 
+# Helm is not a Debian package: `make test-deps` builds it from the Go
+# module proxy into .tools/ (a few minutes, once per version).
+HELM_VERSION := v3.19.0
+HELM_DIR     := .tools/helm-$(HELM_VERSION)
+HELM         := $(HELM_DIR)/helm
+CHART        := deploy/helm/duix-exporter
+
 # Test targets run by `make test` after the Go tests. Add a line per
 # target here (prerequisites are expanded when the rule is read).
 EXTRA_TESTS :=
 EXTRA_TESTS += rules-test manifests-test e2e-test
 EXTRA_TESTS += fuzz soak-smoke
 EXTRA_TESTS += probe-config-test
+EXTRA_TESTS += helm-test
 
 .PHONY: help
 help: ## List the targets.
@@ -43,7 +51,7 @@ go-test: ## The Go tests, race detector on.
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 
 .PHONY: test-deps
-test-deps: ## Install what the tests drive (Debian packages), if missing.
+test-deps: $(HELM) ## Install what the tests drive (Debian packages, and helm into .tools/), if missing.
 	@missing=""; for tp in $(TEST_TOOLS); do \
 		command -v "$${tp%%:*}" >/dev/null || missing="$$missing $${tp#*:}"; \
 	done; \
@@ -98,8 +106,8 @@ probe-config-test: test-deps ## promtool check config, then a real Prometheus, o
 clean: ## Remove build output.
 	rm -f $(BIN)
 
-# Operations bundle: Prometheus rules, Kubernetes manifests, end to end
-# against a real Prometheus, container image.
+# Operations bundle: Prometheus rules, Kubernetes manifests and Helm chart,
+# end to end against a real Prometheus, container image.
 VALIDATE_DIR := deploy/kubernetes/validate
 IMAGE        ?= ghcr.io/duix-exporter/duix_exporter:$(VERSION)
 
@@ -115,7 +123,17 @@ manifests: ## Regenerate the PrometheusRule and dashboard ConfigMap of deploy/ku
 
 .PHONY: manifests-test
 manifests-test: ## Decode deploy/kubernetes strictly into the Kubernetes and Prometheus Operator types.
-	cd $(VALIDATE_DIR) && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd $(VALIDATE_DIR) && $(GO) vet ./... && $(GO) test -count=1 -skip '^TestHelm' ./...
+
+$(HELM):
+	GOBIN=$(CURDIR)/$(@D) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+.PHONY: helm-test
+helm-test: $(HELM) ## helm lint the chart, then render it (default, full and other values) and check every object strictly.
+	PATH="$(CURDIR)/$(HELM_DIR):$$PATH" helm lint --strict $(CHART)
+	PATH="$(CURDIR)/$(HELM_DIR):$$PATH" helm lint --strict $(CHART) -f $(CHART)/ci/full-values.yaml
+	cd $(VALIDATE_DIR) && $(GO) vet ./... && \
+		PATH="$(CURDIR)/$(HELM_DIR):$$PATH" $(GO) test -count=1 -run '^TestHelm' ./...
 
 .PHONY: e2e-test
 e2e-test: test-deps ## Exporter, simulator, dashboard and rules against a real Prometheus.

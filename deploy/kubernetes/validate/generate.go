@@ -1,8 +1,9 @@
 // Package validate generates the Kubernetes manifests that carry files kept
 // elsewhere in the repository (the Prometheus rules and the Grafana
-// dashboard), and its tests decode every manifest of the kustomize base
-// strictly into the Kubernetes and Prometheus Operator API types. It is a
-// module of its own, so that those types never enter the exporter's build.
+// dashboard), and its tests decode every manifest of the kustomize base,
+// and of the Helm chart as `helm template` renders it, strictly into the
+// Kubernetes and Prometheus Operator API types. It is a module of its own,
+// so that those types never enter the exporter's build.
 package validate
 
 //go:generate go run ./cmd/generate

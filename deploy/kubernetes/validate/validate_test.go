@@ -3,12 +3,15 @@ package validate
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/duix-exporter/duix_exporter/config"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/assert"
@@ -24,8 +27,9 @@ import (
 // jobName is the scrape job of the exporter, as the rules expect it.
 const jobName = "duix-exporter"
 
-// base holds every object of the kustomize base, decoded strictly.
-type base struct {
+// objects holds every object of a rendering (the kustomize base, or the
+// Helm chart), decoded strictly.
+type objects struct {
 	deployment     *appsv1.Deployment
 	service        *corev1.Service
 	serviceAccount *corev1.ServiceAccount
@@ -33,6 +37,16 @@ type base struct {
 	secrets        map[string]*corev1.Secret
 	serviceMonitor *monitoringv1.ServiceMonitor
 	prometheusRule *monitoringv1.PrometheusRule
+	// seen counts the objects by apiVersion/kind.
+	seen map[string]int
+}
+
+func newObjects() *objects {
+	return &objects{
+		configMaps: map[string]*corev1.ConfigMap{},
+		secrets:    map[string]*corev1.Secret{},
+		seen:       map[string]int{},
+	}
 }
 
 // strict decodes YAML into v; fields unknown to v's type are errors.
@@ -41,80 +55,82 @@ func strict(t *testing.T, what string, data []byte, v any) {
 	require.NoError(t, yaml.UnmarshalStrict(data, v), "%s does not decode strictly into %T", what, v)
 }
 
+// add decodes one object strictly into its API type; src names where it
+// comes from in the messages.
+func (o *objects) add(t *testing.T, src string, data []byte) {
+	t.Helper()
+	var meta struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &meta), "%s: an object", src)
+	key := meta.APIVersion + "/" + meta.Kind
+	o.seen[key]++
+	what := src + ": " + key + " " + meta.Metadata.Name
+	switch key {
+	case "apps/v1/Deployment":
+		o.deployment = new(appsv1.Deployment)
+		strict(t, what, data, o.deployment)
+	case "v1/Service":
+		o.service = new(corev1.Service)
+		strict(t, what, data, o.service)
+	case "v1/ServiceAccount":
+		o.serviceAccount = new(corev1.ServiceAccount)
+		strict(t, what, data, o.serviceAccount)
+	case "v1/ConfigMap":
+		cm := new(corev1.ConfigMap)
+		strict(t, what, data, cm)
+		o.configMaps[cm.Name] = cm
+	case "v1/Secret":
+		s := new(corev1.Secret)
+		strict(t, what, data, s)
+		o.secrets[s.Name] = s
+	case "monitoring.coreos.com/v1/ServiceMonitor":
+		o.serviceMonitor = new(monitoringv1.ServiceMonitor)
+		strict(t, what, data, o.serviceMonitor)
+	case "monitoring.coreos.com/v1/PrometheusRule":
+		o.prometheusRule = new(monitoringv1.PrometheusRule)
+		strict(t, what, data, o.prometheusRule)
+	default:
+		t.Errorf("unexpected object: %s", what)
+	}
+}
+
 // build runs kustomize on the base as `kubectl apply -k` would, and decodes
 // each resulting object into its API type.
-func build(t *testing.T) *base {
+func build(t *testing.T) *objects {
 	t.Helper()
 	return buildFS(t, filesys.MakeFsOnDisk(), filepath.Join(RepoRoot, "deploy", "kubernetes"))
 }
 
-func buildFS(t *testing.T, fs filesys.FileSystem, dir string) *base {
+func buildFS(t *testing.T, fs filesys.FileSystem, dir string) *objects {
 	t.Helper()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	m, err := k.Run(fs, dir)
 	require.NoError(t, err, "kustomize build deploy/kubernetes")
-	b := &base{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}}
-	seen := map[string]int{}
+	b := newObjects()
 	for _, r := range m.Resources() {
 		data, err := r.AsYAML()
 		require.NoError(t, err)
-		gvk := r.GetGvk()
-		key := gvk.ApiVersion() + "/" + gvk.Kind
-		seen[key]++
-		what := key + " " + r.GetName()
-		switch key {
-		case "apps/v1/Deployment":
-			b.deployment = new(appsv1.Deployment)
-			strict(t, what, data, b.deployment)
-		case "v1/Service":
-			b.service = new(corev1.Service)
-			strict(t, what, data, b.service)
-		case "v1/ServiceAccount":
-			b.serviceAccount = new(corev1.ServiceAccount)
-			strict(t, what, data, b.serviceAccount)
-		case "v1/ConfigMap":
-			cm := new(corev1.ConfigMap)
-			strict(t, what, data, cm)
-			b.configMaps[cm.Name] = cm
-		case "v1/Secret":
-			s := new(corev1.Secret)
-			strict(t, what, data, s)
-			b.secrets[s.Name] = s
-		case "monitoring.coreos.com/v1/ServiceMonitor":
-			b.serviceMonitor = new(monitoringv1.ServiceMonitor)
-			strict(t, what, data, b.serviceMonitor)
-		case "monitoring.coreos.com/v1/PrometheusRule":
-			b.prometheusRule = new(monitoringv1.PrometheusRule)
-			strict(t, what, data, b.prometheusRule)
-		default:
-			t.Errorf("unexpected object in the base: %s", what)
-		}
+		b.add(t, "kustomize build", data)
 	}
+	// No Secret: the user makes the keys' Secret (docs/deploy.md).
 	assert.Equal(t, map[string]int{
 		"apps/v1/Deployment": 1,
 		"v1/Service":         1,
 		"v1/ServiceAccount":  1,
 		"v1/ConfigMap":       2, // the configuration and the dashboard
-		"v1/Secret":          1,
 		"monitoring.coreos.com/v1/ServiceMonitor": 1,
 		"monitoring.coreos.com/v1/PrometheusRule": 1,
-	}, seen, "objects of the base")
+	}, b.seen, "objects of the base")
 	require.NotNil(t, b.deployment)
 	require.NotNil(t, b.service)
 	require.NotNil(t, b.serviceMonitor)
 	require.NotNil(t, b.prometheusRule)
 	return b
-}
-
-// buildExporter builds the exporter from the repository, once per test.
-func buildExporter(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "duix_exporter")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = RepoRoot
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "building the exporter:\n%s", out)
-	return bin
 }
 
 func readRepo(t *testing.T, path string) []byte {
@@ -132,7 +148,6 @@ func TestSourceManifestsDecodeStrictly(t *testing.T) {
 		"deployment.yaml":        new(appsv1.Deployment),
 		"service.yaml":           new(corev1.Service),
 		"serviceaccount.yaml":    new(corev1.ServiceAccount),
-		"secret.yaml":            new(corev1.Secret),
 		"servicemonitor.yaml":    new(monitoringv1.ServiceMonitor),
 		"prometheusrule.yaml":    new(monitoringv1.PrometheusRule),
 		"grafana-dashboard.yaml": new(corev1.ConfigMap),
@@ -147,21 +162,36 @@ func TestSourceManifestsDecodeStrictly(t *testing.T) {
 	assert.Error(t, yaml.UnmarshalStrict([]byte("apiVersion: apps/v1\nkind: Deployment\nspec:\n  replica: 1\n"), &d))
 }
 
-func TestDeploymentIsHardened(t *testing.T) {
-	b := build(t)
-	pod := b.deployment.Spec.Template.Spec
+// assertHardened checks the pod of d: non-root, read-only root filesystem,
+// no privilege, every capability dropped, seccomp RuntimeDefault, no API
+// token, resources, probes on the exporter's port and a GOMEMLIMIT in step
+// with the memory limit.
+func assertHardened(t *testing.T, o *objects) {
+	t.Helper()
+	require.NotNil(t, o.deployment)
+	pod := o.deployment.Spec.Template.Spec
 	require.Len(t, pod.Containers, 1)
 	c := pod.Containers[0]
 
 	psc := pod.SecurityContext
 	require.NotNil(t, psc)
+	require.NotNil(t, psc.RunAsNonRoot)
 	assert.True(t, *psc.RunAsNonRoot, "pod runAsNonRoot")
+	require.NotNil(t, psc.RunAsUser)
 	assert.NotZero(t, *psc.RunAsUser, "pod runs as a non-root UID")
 	require.NotNil(t, psc.SeccompProfile)
 	assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, psc.SeccompProfile.Type)
 
 	sc := c.SecurityContext
 	require.NotNil(t, sc)
+	for name, v := range map[string]*bool{
+		"allowPrivilegeEscalation": sc.AllowPrivilegeEscalation,
+		"privileged":               sc.Privileged,
+		"readOnlyRootFilesystem":   sc.ReadOnlyRootFilesystem,
+		"runAsNonRoot":             sc.RunAsNonRoot,
+	} {
+		require.NotNil(t, v, "container securityContext.%s is set", name)
+	}
 	assert.False(t, *sc.AllowPrivilegeEscalation, "allowPrivilegeEscalation")
 	assert.False(t, *sc.Privileged, "privileged")
 	assert.True(t, *sc.ReadOnlyRootFilesystem, "readOnlyRootFilesystem")
@@ -171,25 +201,80 @@ func TestDeploymentIsHardened(t *testing.T) {
 	assert.Empty(t, sc.Capabilities.Add)
 	require.NotNil(t, sc.SeccompProfile)
 	assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, sc.SeccompProfile.Type)
+	require.NotNil(t, pod.AutomountServiceAccountToken)
 	assert.False(t, *pod.AutomountServiceAccountToken, "no API token in the pod")
-	assert.Equal(t, b.serviceAccount.Name, pod.ServiceAccountName)
+	require.NotNil(t, o.serviceAccount)
+	assert.Equal(t, o.serviceAccount.Name, pod.ServiceAccountName)
 
 	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		assert.Contains(t, c.Resources.Requests, r, "resource request")
 	}
 	assert.Contains(t, c.Resources.Limits, corev1.ResourceMemory, "memory limit")
+	assertGoMemLimit(t, c)
 
 	require.Len(t, c.Ports, 1)
 	port := c.Ports[0]
 	assert.EqualValues(t, 9866, port.ContainerPort, "the exporter's default port")
 	require.NotNil(t, c.LivenessProbe)
 	require.NotNil(t, c.ReadinessProbe)
+	require.NotNil(t, c.LivenessProbe.HTTPGet)
+	require.NotNil(t, c.ReadinessProbe.HTTPGet)
 	assert.Equal(t, "/-/healthy", c.LivenessProbe.HTTPGet.Path)
 	assert.Equal(t, "/-/ready", c.ReadinessProbe.HTTPGet.Path)
 	assert.Equal(t, intstr.FromString(port.Name), c.LivenessProbe.HTTPGet.Port)
 	assert.Equal(t, intstr.FromString(port.Name), c.ReadinessProbe.HTTPGet.Port)
 	assert.Contains(t, c.Args, "--web.listen-address=:9866")
-	assert.Regexp(t, `^ghcr\.io/duix-exporter/duix_exporter:`, c.Image)
+	for _, m := range c.VolumeMounts {
+		assert.True(t, m.ReadOnly, "mount %s is read-only", m.Name)
+	}
+}
+
+// assertGoMemLimit checks that the container's GOMEMLIMIT is about 90% of
+// its memory limit: low enough for the Go runtime to collect before the
+// kernel kills the container, high enough not to collect all the time.
+func assertGoMemLimit(t *testing.T, c corev1.Container) {
+	t.Helper()
+	limit, ok := c.Resources.Limits[corev1.ResourceMemory]
+	require.True(t, ok, "memory limit")
+	var env *corev1.EnvVar
+	for i := range c.Env {
+		if c.Env[i].Name == "GOMEMLIMIT" {
+			env = &c.Env[i]
+		}
+	}
+	require.NotNil(t, env, "GOMEMLIMIT is set")
+	require.Nil(t, env.ValueFrom, "GOMEMLIMIT is a value: resourceFieldRef would give the whole limit")
+	soft, err := parseGoMemLimit(env.Value)
+	require.NoError(t, err)
+	ratio := float64(soft) / float64(limit.Value())
+	assert.InDelta(t, 0.9, ratio, 0.05, "GOMEMLIMIT %s is about 90%% of the memory limit %s", env.Value, limit.String())
+}
+
+// parseGoMemLimit parses a GOMEMLIMIT value as the Go runtime does: a
+// number of bytes with an optional suffix B, KiB, MiB, GiB or TiB.
+func parseGoMemLimit(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		size   int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
+	size := int64(1)
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, size = n, u.size
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("GOMEMLIMIT %q: not a size", s)
+	}
+	return n * size, nil
+}
+
+func TestDeploymentIsHardened(t *testing.T) {
+	b := build(t)
+	assertHardened(t, b)
+	assert.Regexp(t, `^ghcr\.io/duix-exporter/duix_exporter:`, b.deployment.Spec.Template.Spec.Containers[0].Image)
 }
 
 // The image tag set by the kustomization is the version being released.
@@ -199,98 +284,161 @@ func TestImageTagIsTheVersion(t *testing.T) {
 	assert.Equal(t, "ghcr.io/duix-exporter/duix_exporter:"+version, b.deployment.Spec.Template.Spec.Containers[0].Image)
 }
 
-// The configuration is a generated ConfigMap with a content hash in its
-// name, referenced by the Deployment: a change rolls the pods out. It is
-// a valid exporter configuration whose key files are the Secret's keys at
-// the Secret's mount path.
-func TestConfigMapIsAValidConfigAndRollsOut(t *testing.T) {
-	b := build(t)
-	pod := b.deployment.Spec.Template.Spec
-	c := pod.Containers[0]
+// podFiles is what the exporter's container sees of its configuration and
+// keys.
+type podFiles struct {
+	configFile string          // --config.file
+	config     string          // its content
+	keysMount  string          // where the keys' Secret is mounted
+	keys       map[string]bool // the key files the Secret's volume shows
+	secretName string          // the Secret mounted
+}
 
+// configFiles returns the pod's configuration file and the directory and
+// Secret of its keys, from the Deployment's mounts and the ConfigMaps of o.
+func configFiles(t *testing.T, o *objects) podFiles {
+	t.Helper()
+	pod := o.deployment.Spec.Template.Spec
+	c := pod.Containers[0]
 	mounts := map[string]string{}
 	for _, m := range c.VolumeMounts {
-		assert.True(t, m.ReadOnly, "mount %s is read-only", m.Name)
 		mounts[m.Name] = m.MountPath
 	}
-	var cm *corev1.ConfigMap
-	var secret *corev1.Secret
-	var configMount, keysMount string
-	for _, v := range pod.Volumes {
-		switch {
-		case v.ConfigMap != nil:
-			cm = b.configMaps[v.ConfigMap.Name]
-			require.NotNil(t, cm, "the Deployment mounts ConfigMap %s of the base", v.ConfigMap.Name)
-			assert.Regexp(t, `^duix-exporter-config-[a-z0-9]{10}$`, cm.Name, "generated with a hash suffix")
-			configMount = mounts[v.Name]
-		case v.Secret != nil:
-			secret = b.secrets[v.Secret.SecretName]
-			require.NotNil(t, secret, "the Deployment mounts Secret %s of the base", v.Secret.SecretName)
-			require.NotNil(t, v.Secret.DefaultMode)
-			assert.EqualValues(t, 0o440, *v.Secret.DefaultMode, "keys readable by the pod's group only")
-			keysMount = mounts[v.Name]
-		}
-	}
-	require.NotNil(t, cm, "a configuration ConfigMap is mounted")
-	require.NotNil(t, secret, "a Secret with the keys is mounted")
-	require.NotEmpty(t, configMount)
-	require.NotEmpty(t, keysMount)
-
-	var configFile string
+	var f podFiles
 	for _, a := range c.Args {
 		if v, ok := strings.CutPrefix(a, "--config.file="); ok {
-			configFile = v
+			f.configFile = v
 		}
 	}
-	require.Equal(t, configMount, filepath.Dir(configFile), "--config.file is in the ConfigMap's mount")
-	data, ok := cm.Data[filepath.Base(configFile)]
-	require.True(t, ok, "the ConfigMap holds %s", filepath.Base(configFile))
+	require.NotEmpty(t, f.configFile, "--config.file is given")
+	var cm *corev1.ConfigMap
+	for _, v := range pod.Volumes {
+		switch {
+		case v.ConfigMap != nil && mounts[v.Name] == filepath.Dir(f.configFile):
+			cm = o.configMaps[v.ConfigMap.Name]
+			require.NotNil(t, cm, "the Deployment mounts ConfigMap %s of the same rendering", v.ConfigMap.Name)
+		case v.Secret != nil && mounts[v.Name] != "" && v.Name == "keys":
+			require.NotNil(t, v.Secret.DefaultMode)
+			assert.EqualValues(t, 0o440, *v.Secret.DefaultMode, "keys readable by the pod's group only")
+			f.keysMount = mounts[v.Name]
+			f.secretName = v.Secret.SecretName
+			f.keys = map[string]bool{}
+			for _, it := range v.Secret.Items {
+				assert.Equal(t, it.Key, it.Path, "Secret entry %s is mounted under its own name", it.Key)
+				assert.False(t, f.keys[it.Path], "%s is mounted once", it.Path)
+				f.keys[it.Path] = true
+			}
+		}
+	}
+	require.NotNil(t, cm, "the ConfigMap of --config.file is mounted")
+	data, ok := cm.Data[filepath.Base(f.configFile)]
+	require.True(t, ok, "the ConfigMap holds %s", filepath.Base(f.configFile))
+	f.config = data
+	return f
+}
 
-	// Lay out the pod's files under a temporary root and load the
-	// configuration as the exporter would.
+// loadInPod lays the configuration and the key files out under a temporary
+// root as the pod sees them, the keys holding a placeholder, and loads the
+// configuration as the exporter does (--config.check).
+func loadInPod(t *testing.T, f podFiles, keyFiles []string) (*config.Config, error) {
+	t.Helper()
 	root := t.TempDir()
-	keys := filepath.Join(root, keysMount)
-	require.NoError(t, os.MkdirAll(keys, 0o755))
-	for name, v := range secret.StringData {
-		require.NoError(t, os.WriteFile(filepath.Join(keys, name), []byte(v), 0o600))
+	data := f.config
+	if f.keysMount != "" {
+		keys := filepath.Join(root, f.keysMount)
+		require.NoError(t, os.MkdirAll(keys, 0o755))
+		for _, name := range keyFiles {
+			require.NoError(t, os.WriteFile(filepath.Join(keys, name), []byte("placeholder-key"), 0o600))
+		}
+		data = strings.ReplaceAll(data, f.keysMount+"/", keys+"/")
 	}
-	for name, v := range secret.Data {
-		require.NoError(t, os.WriteFile(filepath.Join(keys, name), v, 0o600))
-	}
-	rooted := strings.ReplaceAll(data, keysMount+"/", keys+"/")
-	path := filepath.Join(root, configFile)
+	path := filepath.Join(root, f.configFile)
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-	require.NoError(t, os.WriteFile(path, []byte(rooted), 0o600))
-	bin := buildExporter(t)
-	out, err := exec.Command(bin, "--config.check", "--config.file="+path).CombinedOutput()
-	require.NoError(t, err, "the ConfigMap's %s is a valid configuration whose key files are in the Secret:\n%s", filepath.Base(configFile), out)
+	require.NoError(t, os.WriteFile(path, []byte(data), 0o600))
+	cfg, err := config.Load(path)
+	if err == nil {
+		// Report the paths as the pod sees them.
+		for i := range cfg.Apps {
+			if p, ok := strings.CutPrefix(cfg.Apps[i].AppKeyFile, root); ok {
+				cfg.Apps[i].AppKeyFile = p
+			}
+		}
+	}
+	return cfg, err
+}
 
+// keyFilesOf returns the base names of the app_key_file of every app of a
+// configuration, without loading it.
+func keyFilesOf(t *testing.T, data string) []string {
+	t.Helper()
 	var cfg struct {
 		Apps []struct {
-			Name       string `json:"name"`
 			AppKeyFile string `json:"app_key_file"`
 		} `json:"apps"`
 	}
 	require.NoError(t, yaml.Unmarshal([]byte(data), &cfg))
+	var names []string
+	for _, a := range cfg.Apps {
+		if a.AppKeyFile != "" {
+			names = append(names, filepath.Base(a.AppKeyFile))
+		}
+	}
+	return names
+}
+
+// The base holds no Secret, generated or not, and nothing with a
+// placeholder key: `kubectl apply -k` can never overwrite the Secret the
+// user made. The Deployment mounts that Secret by name.
+func TestBaseHoldsNoSecret(t *testing.T) {
+	b := build(t)
+	assert.Empty(t, b.secrets, "no Secret in the base")
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	m, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(RepoRoot, "deploy", "kubernetes"))
+	require.NoError(t, err)
+	out, err := m.AsYaml()
+	require.NoError(t, err)
+	assert.False(t, strings.Contains(string(out), "kind: Secret"), "no object of kind Secret in `kustomize build`")
+	assert.Empty(t, regexp.MustCompile(`(?i)replace-with|app_key:|appkey:`).FindAllString(string(out), -1), "no placeholder or inline key in `kustomize build`")
+	kust := string(readRepo(t, "deploy/kubernetes/kustomization.yaml"))
+	assert.NotRegexp(t, `(?m)^secretGenerator:`, kust)
+	assert.Contains(t, kust, "kubectl -n monitoring create secret generic duix-exporter-keys", "says how to make the Secret")
+
+	f := configFiles(t, b)
+	assert.Equal(t, "duix-exporter-keys", f.secretName, "the Secret made by the user")
+	assert.Empty(t, f.keys, "the whole Secret is mounted: its entries are the files duix.yml names")
+}
+
+// The configuration is a generated ConfigMap with a content hash in its
+// name, referenced by the Deployment: a change rolls the pods out. It is
+// a valid exporter configuration whose key files are in the keys' mount.
+func TestConfigMapIsAValidConfigAndRollsOut(t *testing.T) {
+	b := build(t)
+	f := configFiles(t, b)
+	require.NotEmpty(t, f.keysMount, "the keys' Secret is mounted")
+	var cmName string
+	for _, v := range b.deployment.Spec.Template.Spec.Volumes {
+		if v.ConfigMap != nil && strings.HasPrefix(v.ConfigMap.Name, "duix-exporter-config-") {
+			cmName = v.ConfigMap.Name
+		}
+	}
+	assert.Regexp(t, `^duix-exporter-config-[a-z0-9]{10}$`, cmName, "generated with a hash suffix")
+
+	keyFiles := keyFilesOf(t, f.config)
+	cfg, err := loadInPod(t, f, keyFiles)
+	require.NoError(t, err, "the ConfigMap's %s is a valid configuration whose key files are in the Secret", filepath.Base(f.configFile))
 	require.NotEmpty(t, cfg.Apps)
-	used := map[string]bool{}
 	for _, a := range cfg.Apps {
 		require.NotEmpty(t, a.AppKeyFile, "app %s reads its key from the Secret", a.Name)
-		assert.Equal(t, keysMount, filepath.Dir(a.AppKeyFile), "app %s reads its key from the Secret's mount", a.Name)
-		used[filepath.Base(a.AppKeyFile)] = true
-	}
-	for name := range secret.StringData {
-		assert.True(t, used[name], "Secret key %s is used by an app", name)
+		assert.Equal(t, f.keysMount, filepath.Dir(a.AppKeyFile), "app %s reads its key from the Secret's mount", a.Name)
 	}
 
 	// A key file missing from the Secret is refused.
-	require.NoError(t, os.Remove(filepath.Join(keys, filepath.Base(cfg.Apps[0].AppKeyFile))))
-	out, err = exec.Command(bin, "--config.check", "--config.file="+path).CombinedOutput()
-	assert.Error(t, err, "--config.check without a key file:\n%s", out)
+	_, err = loadInPod(t, f, keyFiles[1:])
+	assert.Error(t, err, "a configuration without one of its key files")
 
 	// The same configuration keeps its name; a changed one gets another
 	// name, which the Deployment follows.
-	assert.Contains(t, build(t).configMaps, cm.Name, "the name is stable for the same content")
+	assert.Contains(t, build(t).configMaps, cmName, "the name is stable for the same content")
 	fs := filesys.MakeFsInMemory()
 	dir := filepath.Join(RepoRoot, "deploy", "kubernetes")
 	entries, err := os.ReadDir(dir)
@@ -301,7 +449,7 @@ func TestConfigMapIsAValidConfigAndRollsOut(t *testing.T) {
 		}
 		content, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		require.NoError(t, err)
-		if e.Name() == filepath.Base(configFile) {
+		if e.Name() == filepath.Base(f.configFile) {
 			content = append(content, []byte("# edited\n")...)
 		}
 		require.NoError(t, fs.WriteFile(filepath.Join("/base", e.Name()), content))
@@ -314,7 +462,7 @@ func TestConfigMapIsAValidConfigAndRollsOut(t *testing.T) {
 		}
 	}
 	assert.Contains(t, edited.configMaps, newName)
-	assert.NotEqual(t, cm.Name, newName, "an edited configuration changes the pod template")
+	assert.NotEqual(t, cmName, newName, "an edited configuration changes the pod template")
 }
 
 // Service, ServiceMonitor and rules agree on the port and the job name.
