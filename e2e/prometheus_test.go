@@ -99,7 +99,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 			return p.rulesHealthy(shippedRuleNames(t))
 		})
 		p.waitFor("the utilization of every app to be recorded", func() (bool, string) {
-			v := p.query(`app:duix_app_concurrency_utilization:ratio`)
+			v := p.query(`app:duix_app_concurrency_in_use_per_limit:ratio`)
 			return len(v) == len(apps), fmt.Sprint(v)
 		})
 	})
@@ -163,7 +163,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 		assert.Equal(t, jobName, a.Labels["job"])
 		assert.Equal(t, exporterAddr, a.Labels["instance"])
 		assert.Contains(t, a.Annotations["description"], "sales-avatar uses 95% of its concurrency allowance (19 of 20 sessions)")
-		assert.Equal(t, "https://github.com/duix-exporter/duix_exporter/blob/main/README.md#duixconcurrencynearlimit", a.Annotations["runbook_url"])
+		assert.Equal(t, "https://github.com/duix-exporter/duix_exporter/blob/main/docs/runbooks.md#duixconcurrencynearlimit", a.Annotations["runbook_url"])
 		// 95% is not exhausted, and the other apps are far from their limits.
 		for _, other := range p.alerts() {
 			name := other.Labels["alertname"]
@@ -205,7 +205,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 		a := p.waitForAlert("DuixSessionStuck", app.Name, "firing")
 		assert.Equal(t, "warning", a.Labels["severity"])
 		assert.Contains(t, a.Annotations["description"], "The oldest active session of support-desk has been going for 3h")
-		assert.Equal(t, "https://github.com/duix-exporter/duix_exporter/blob/main/README.md#duixsessionstuck", a.Annotations["runbook_url"])
+		assert.Equal(t, "https://github.com/duix-exporter/duix_exporter/blob/main/docs/runbooks.md#duixsessionstuck", a.Annotations["runbook_url"])
 		// Stopped, as the runbook says.
 		require.True(t, sim.EndSession(app.AppID, id))
 		p.waitForNoAlert("DuixSessionStuck", app.Name)

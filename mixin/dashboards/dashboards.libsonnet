@@ -1,0 +1,4 @@
+// The dashboards, by file name.
+{
+  grafanaDashboards+:: {},
+}
