@@ -33,7 +33,7 @@ const (
 
 // Dashboards are the file names of the mixin's dashboards, as rendered
 // under DashboardsDir.
-var Dashboards = []string{}
+var Dashboards = []string{"duix-fleet.json", "duix-app.json"}
 
 // Rendering is the mixin evaluated: the rule groups (recording rules, then
 // alerts) and the dashboards by file name, as they are written.

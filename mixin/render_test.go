@@ -1,6 +1,7 @@
 package mixin
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -148,6 +149,27 @@ func TestSelectorsComeFromConfig(t *testing.T) {
 			assert.Contains(t, ru.Expr, `"target_app"`, "the app comes from the configured target label")
 		}
 	}
+	for name, raw := range r.Dashboards {
+		d := loadDashboard(t, raw)
+		for _, v := range d.Templating.List {
+			if v.Type == "query" {
+				check(name+" variable "+v.Name, v.Definition)
+			}
+		}
+		assert.Contains(t, d.variable(t, "cluster").Definition, ", region)", "%s: the cluster variable reads the configured label", name)
+		for _, a := range d.Annotations.List {
+			if a.Expr != "" {
+				check(name+" annotation", a.Expr)
+				assert.Contains(t, a.Expr, `region=~"$cluster"`)
+			}
+		}
+		for _, p := range d.allPanels() {
+			for _, tg := range p.Targets {
+				check(name+" panel "+p.Title, tg.Expr)
+				assert.NotContains(t, tg.Expr, `cluster=~`, "%s: the cluster label is the configured one", p.Title)
+			}
+		}
+	}
 }
 
 // The default selectors name the jobs of the shipped scrape
@@ -172,4 +194,170 @@ func TestDefaultSelectorsMatchTheScrapeConfigs(t *testing.T) {
 	assert.Contains(t, probe, "job_name: "+job("exporterSelector"))
 	assert.Equal(t, "instance", r.Config["probeAppLabel"])
 	assert.Regexp(t, `source_labels: \[__param_app\]\s+target_label: instance`, probe, "the app name becomes the instance label")
+}
+
+// grafanaDashboard is what the tests read of a dashboard.
+type grafanaDashboard struct {
+	UID        string `json:"uid"`
+	Title      string `json:"title"`
+	Templating struct {
+		List []struct {
+			Name       string `json:"name"`
+			Type       string `json:"type"`
+			Definition string `json:"definition"`
+			Multi      bool   `json:"multi"`
+			IncludeAll bool   `json:"includeAll"`
+			AllValue   string `json:"allValue"`
+			Hide       int    `json:"hide"`
+		} `json:"list"`
+	} `json:"templating"`
+	Annotations struct {
+		List []struct {
+			Name string `json:"name"`
+			Expr string `json:"expr"`
+		} `json:"list"`
+	} `json:"annotations"`
+	Panels []grafanaPanel `json:"panels"`
+}
+
+type grafanaPanel struct {
+	ID         int             `json:"id"`
+	Type       string          `json:"type"`
+	Title      string          `json:"title"`
+	Datasource json.RawMessage `json:"datasource"`
+	GridPos    struct{ X, Y, W, H int }
+	Targets    []struct {
+		RefID string `json:"refId"`
+		Expr  string `json:"expr"`
+	} `json:"targets"`
+	FieldConfig json.RawMessage `json:"fieldConfig"`
+	Panels      []grafanaPanel  `json:"panels"`
+}
+
+func loadDashboard(t *testing.T, raw []byte) *grafanaDashboard {
+	t.Helper()
+	var d grafanaDashboard
+	require.NoError(t, json.Unmarshal(raw, &d))
+	return &d
+}
+
+func (d *grafanaDashboard) allPanels() []grafanaPanel {
+	var out []grafanaPanel
+	var walk func([]grafanaPanel)
+	walk = func(ps []grafanaPanel) {
+		for _, p := range ps {
+			out = append(out, p)
+			walk(p.Panels)
+		}
+	}
+	walk(d.Panels)
+	return out
+}
+
+func (d *grafanaDashboard) variable(t *testing.T, name string) struct {
+	Name       string `json:"name"`
+	Type       string `json:"type"`
+	Definition string `json:"definition"`
+	Multi      bool   `json:"multi"`
+	IncludeAll bool   `json:"includeAll"`
+	AllValue   string `json:"allValue"`
+	Hide       int    `json:"hide"`
+} {
+	t.Helper()
+	for _, v := range d.Templating.List {
+		if v.Name == name {
+			return v
+		}
+	}
+	t.Fatalf("%s: no variable %s", d.UID, name)
+	panic("unreachable")
+}
+
+// The dashboards are well formed: stable uids, the variables the fleet
+// needs, every panel on the grid and reading the chosen data source.
+func TestDashboardsAreWellFormed(t *testing.T) {
+	r, err := Render("")
+	require.NoError(t, err)
+	require.Len(t, r.Dashboards, len(Dashboards))
+	uids := map[string]string{"duix-fleet.json": "duix-fleet", "duix-app.json": "duix-app"}
+	for name, raw := range r.Dashboards {
+		d := loadDashboard(t, raw)
+		assert.Equal(t, uids[name], d.UID, name)
+
+		var names []string
+		for _, v := range d.Templating.List {
+			names = append(names, v.Name)
+		}
+		assert.Equal(t, []string{"datasource", "cluster", "job", "instance", "app"}, names, "%s: variables, each narrowing the next", name)
+		cluster := d.variable(t, "cluster")
+		assert.True(t, cluster.IncludeAll, "cluster has All")
+		assert.Equal(t, ".*", cluster.AllValue, "cluster's All matches series without the label")
+		assert.Equal(t, `label_values(up{job="duix-exporter"}, cluster)`, cluster.Definition)
+		instance := d.variable(t, "instance")
+		assert.True(t, instance.Multi && instance.IncludeAll)
+		assert.Equal(t, ".*", instance.AllValue)
+		app := d.variable(t, "app")
+		assert.True(t, app.Multi)
+		if name == "duix-fleet.json" {
+			assert.True(t, app.IncludeAll, "the fleet's app variable has All")
+			assert.Equal(t, ".*", app.AllValue)
+		} else {
+			assert.False(t, app.IncludeAll, "the drill-down opens on one app, not the whole fleet")
+		}
+
+		var alerts bool
+		for _, a := range d.Annotations.List {
+			alerts = alerts || strings.HasPrefix(a.Expr, `ALERTS{alertname=~"Duix.*", alertstate="firing"`)
+		}
+		assert.True(t, alerts, "%s: Duix alerts as annotations", name)
+
+		ids := map[int]bool{}
+		for _, p := range d.allPanels() {
+			assert.False(t, ids[p.ID], "%s: panel id %d twice", name, p.ID)
+			ids[p.ID] = true
+			assert.True(t, p.GridPos.W > 0 && p.GridPos.H > 0 && p.GridPos.X+p.GridPos.W <= 24, "%s: panel %q on the grid: %+v", name, p.Title, p.GridPos)
+			if p.Type == "row" {
+				continue
+			}
+			assert.JSONEq(t, `{"type":"prometheus","uid":"${datasource}"}`, string(p.Datasource), "%s: panel %q", name, p.Title)
+			require.NotEmpty(t, p.Targets, "%s: panel %q", name, p.Title)
+			for _, tg := range p.Targets {
+				assert.NotEmpty(t, tg.Expr, "%s: panel %q query %s", name, p.Title, tg.RefID)
+			}
+		}
+	}
+}
+
+// aggregationRE matches a query that aggregates at its top: sum(...),
+// count(...) or vector(0), ...
+var aggregationRE = regexp.MustCompile(`^(sum|count|min|max|avg)\s*(by\s*\(([^)]*)\))?\s*\(`)
+
+// The fleet overview draws no panel with a series per app for the whole
+// fleet: every query aggregates the apps away or keeps the top 10.
+func TestFleetDashboardScales(t *testing.T) {
+	r, err := Render("")
+	require.NoError(t, err)
+	d := loadDashboard(t, r.Dashboards["duix-fleet.json"])
+	for _, p := range d.allPanels() {
+		for _, tg := range p.Targets {
+			expr := strings.TrimSpace(tg.Expr)
+			if strings.Contains(expr, "topk(10,") {
+				continue
+			}
+			m := aggregationRE.FindStringSubmatch(expr)
+			if assert.NotNil(t, m, "panel %q: %s neither aggregates nor keeps the top 10", p.Title, expr) {
+				assert.NotContains(t, m[3], "app", "panel %q: %s keeps a series per app", p.Title, expr)
+			}
+		}
+	}
+}
+
+// The worst apps link to the drill-down, carrying the app, its job and
+// instance, the data source, the cluster and the time range.
+func TestFleetLinksToTheDrillDown(t *testing.T) {
+	r, err := Render("")
+	require.NoError(t, err)
+	raw := string(r.Dashboards["duix-fleet.json"])
+	assert.Contains(t, raw, `"url": "/d/duix-app/duix-app?${datasource:queryparam}&${cluster:queryparam}&var-job=${__data.fields.job}&var-instance=${__data.fields.instance}&var-app=${__data.fields.app}&${__url_time_range}"`)
+	assert.Contains(t, raw, `var-app=${__field.labels.app}`)
 }

@@ -405,17 +405,32 @@ func runbookAnchors(t *testing.T) map[string]bool {
 	return out
 }
 
-// The dashboard ConfigMap carries dashboards/duix-overview.json as it is,
-// labelled for Grafana's sidecar, and is what the generator makes of it.
-func TestDashboardConfigMapIsTheDashboard(t *testing.T) {
-	src := readRepo(t, DashboardFile)
+// The dashboard ConfigMap carries the dashboards of dashboards/ as they
+// are, labelled for Grafana's sidecar, and is what the generator makes of
+// them. It stays small enough for `kubectl apply`, which copies it into an
+// annotation limited to 256 KiB.
+func TestDashboardConfigMapIsTheDashboards(t *testing.T) {
 	b := build(t)
 	cm := b.configMaps["duix-exporter-dashboard"]
 	require.NotNil(t, cm, "the dashboard ConfigMap keeps its name (no hash suffix)")
 	assert.Equal(t, "1", cm.Labels["grafana_dashboard"])
-	assert.Equal(t, string(src), cm.Data[DashboardKey], "the ConfigMap holds %s", DashboardFile)
-	assert.Equal(t, string(DashboardConfigMap(src)), string(readRepo(t, DashboardCMFile)),
+	srcs := make([][]byte, len(Dashboards))
+	for i, name := range Dashboards {
+		srcs[i] = readRepo(t, DashboardsDir+"/"+name)
+		assert.Equal(t, string(srcs[i]), cm.Data[name], "the ConfigMap holds %s", name)
+	}
+	assert.Len(t, cm.Data, len(Dashboards), "the ConfigMap holds the dashboards only")
+	manifest := readRepo(t, DashboardCMFile)
+	assert.Equal(t, string(DashboardConfigMap(Dashboards, srcs)), string(manifest),
 		"%s is stale: run `make mixin`", DashboardCMFile)
+	assert.Less(t, len(manifest), 256<<10, "%s fits in kubectl's last-applied annotation", DashboardCMFile)
+	entries, err := os.ReadDir(filepath.Join(RepoRoot, DashboardsDir))
+	require.NoError(t, err)
+	var onDisk []string
+	for _, e := range entries {
+		onDisk = append(onDisk, e.Name())
+	}
+	assert.ElementsMatch(t, Dashboards, onDisk, "every dashboard of %s is in the ConfigMap", DashboardsDir)
 }
 
 // The Dockerfile builds with the Go version of go.mod, runs as a non-root
