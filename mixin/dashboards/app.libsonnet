@@ -33,7 +33,7 @@ function(c)
         title: 'Allowance',
         panels: [
           g.timeseries(
-            'Sessions in use vs allowance',
+            'In use vs allowance',
             'Concurrency in use (userConcurrentNumber), the allowance (totalConcurrentNumber), and the number in use from which DuixConcurrencyNearLimit warns (%s of the allowance, or %d free slot(s)).' % [u.percent(c.nearLimitRatio), c.nearLimitMinFree],
             [
               g.target('duix_app_concurrency_in_use{%s}' % sel, '{{app}} in use'),
@@ -78,7 +78,7 @@ function(c)
           g.timeseries('Session-minutes per day', 'Session-minutes used over the previous 24 hours, at each moment (%s / 60).' % r.sessionSeconds1d, [
             g.target('%s{%s} / 60' % [r.sessionSeconds1d, sel], '{{app}}'),
           ], min=0, w=12),
-          g.timeseries('Oldest active session', 'Age of the app\'s oldest active session. DuixSessionStuck fires past %s.' % u.secondsDuration(c.stuckSessionSeconds), [
+          g.timeseries('Oldest session age', 'Age of the app\'s oldest active session. DuixSessionStuck fires past %s.' % u.secondsDuration(c.stuckSessionSeconds), [
             g.target('duix_app_oldest_session_age_seconds{%s}' % sel, '{{app}}'),
           ], unit='s', min=0, w=12, thresholds=g.thresholds('green', [[c.stuckSessionSeconds, 'red']])),
         ],
@@ -145,11 +145,11 @@ function(c)
           g.timeseries('Scrape duration', 'Wall time of the app\'s calls in each scrape.', [
             g.target('duix_scrape_duration_seconds{%s}' % sel, '{{app}}'),
           ], unit='s', min=0, w=8),
-          g.timeseries('Platform API latency p50 / p99', 'Time from sending a request to the platform until its body was read, by endpoint, for every app of the exporter.', [
+          g.timeseries('API latency p50 / p99', 'Time from sending a request to the platform until its body was read, by endpoint, for every app of the exporter.', [
             g.target('histogram_quantile(0.5, sum by (endpoint, le) (rate(duix_api_request_duration_seconds_bucket{%s}[$__rate_interval])))' % exp, '{{endpoint}} p50'),
             g.target('histogram_quantile(0.99, sum by (endpoint, le) (rate(duix_api_request_duration_seconds_bucket{%s}[$__rate_interval])))' % exp, '{{endpoint}} p99'),
           ], unit='s', min=0, w=8),
-          g.timeseries('Platform requests by status', 'Requests of the exporter to the platform by endpoint and HTTP status (error: no response), for every app of the exporter.', [
+          g.timeseries('API requests by status', 'Requests of the exporter to the platform by endpoint and HTTP status (error: no response), for every app of the exporter.', [
             g.target('sum by (endpoint, code) (rate(duix_api_requests_total{%s}[$__rate_interval]))' % exp, '{{endpoint}} {{code}}'),
           ], unit='reqps', min=0, w=8),
         ],

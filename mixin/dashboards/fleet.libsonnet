@@ -154,7 +154,7 @@ function(c)
           g.timeseries('Slowest scrapes (top 10)', 'Wall time of the calls for the ten slowest apps.', [
             g.target('topk(10, duix_scrape_duration_seconds{%s})' % sel, '{{app}}'),
           ], unit='s', w=6, h=6),
-          g.timeseries('Platform requests by status', 'Requests of the exporter to the platform, by HTTP status (error: no response).', [
+          g.timeseries('API requests by status', 'Requests of the exporter to the platform, by HTTP status (error: no response).', [
             g.target('sum by (code) (rate(duix_api_requests_total{%s}[$__rate_interval]))' % exp, '{{code}}'),
           ], unit='reqps', w=6, h=6),
         ],
