@@ -30,6 +30,7 @@ EXTRA_TESTS += rules-test manifests-test e2e-test
 EXTRA_TESTS += fuzz soak-smoke
 EXTRA_TESTS += probe-config-test
 EXTRA_TESTS += helm-test
+EXTRA_TESTS += mixin-test
 
 .PHONY: help
 help: ## List the targets.
@@ -117,8 +118,21 @@ rules-test: test-deps ## promtool check and unit tests of deploy/prometheus (rul
 	promtool test rules deploy/prometheus/rules_test.yml
 	promtool check config deploy/prometheus/prometheus.yml
 
+# The monitoring mixin (mixin/, a Go module of its own) renders the rules
+# and the dashboards; the Kubernetes manifests are generated from those.
+MIXIN_DIR := mixin
+
+.PHONY: mixin
+mixin: ## Render the mixin: deploy/prometheus/rules.yml, the Helm chart's rules, dashboards/*.json, then the manifests.
+	cd $(MIXIN_DIR) && $(GO) run ./cmd/render -root ..
+	$(MAKE) manifests
+
+.PHONY: mixin-test
+mixin-test: ## Test the mixin and fail when a rendered file differs from the committed one.
+	cd $(MIXIN_DIR) && $(GO) vet ./... && $(GO) test -count=1 ./...
+
 .PHONY: manifests
-manifests: ## Regenerate the PrometheusRule and dashboard ConfigMap of deploy/kubernetes.
+manifests: ## Regenerate the PrometheusRule and dashboard ConfigMap of deploy/kubernetes from the rendered rules and dashboards.
 	cd $(VALIDATE_DIR) && $(GO) generate ./...
 
 .PHONY: manifests-test

@@ -33,12 +33,14 @@ import (
 
 // Files of the bundle, relative to this directory.
 const (
-	repoRoot      = ".."
-	readmeFile    = "../README.md"
-	rulesFile     = "../deploy/prometheus/rules.yml"
-	promFile      = "../deploy/prometheus/prometheus.yml"
-	dashboardFile = "../dashboards/duix-overview.json"
+	repoRoot   = ".."
+	readmeFile = "../README.md"
+	rulesFile  = "../deploy/prometheus/rules.yml"
+	promFile   = "../deploy/prometheus/prometheus.yml"
 )
+
+// dashboardFiles are the dashboards the mixin renders.
+var dashboardFiles = []string{"../dashboards/duix-fleet.json", "../dashboards/duix-app.json"}
 
 // jobName is the exporter's scrape job in the shipped configuration.
 const jobName = "duix-exporter"
@@ -99,7 +101,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 			return p.rulesHealthy(shippedRuleNames(t))
 		})
 		p.waitFor("the utilization of every app to be recorded", func() (bool, string) {
-			v := p.query(`app:duix_app_concurrency_utilization:ratio`)
+			v := p.query(`app:duix_app_concurrency_in_use_per_limit:ratio`)
 			return len(v) == len(apps), fmt.Sprint(v)
 		})
 	})
@@ -123,26 +125,67 @@ func TestPrometheusEndToEnd(t *testing.T) {
 
 	t.Run("every dashboard query returns data", func(t *testing.T) {
 		p.t = t
-		d := loadDashboard(t)
-		names := p.labelValues(d.appQuery)
 		want := make([]string, len(apps))
 		for i, a := range apps {
 			want[i] = a.Name
 		}
 		sort.Strings(want)
-		require.Equal(t, want, names, "the app variable (%s) lists every app", d.appQuery)
-		allApps := allValuesRegex(names)
-		require.NotEmpty(t, d.queries)
-		for _, q := range d.queries {
-			expr := substitute(q.expr, allApps)
-			require.NotContains(t, expr, "$", "panel %q: unresolved variable in %s", q.panel, expr)
-			p.waitFor(fmt.Sprintf("panel %q query %s to return data", q.panel, q.ref), func() (bool, string) {
-				v, err := p.tryQuery(expr)
-				if err != nil {
-					return false, err.Error()
+		for _, file := range dashboardFiles {
+			d := loadDashboard(t, file)
+			// The variables in order, each query with the ones before it
+			// resolved, as Grafana does. The test's Prometheus has no
+			// cluster label: the cluster variable is left at All.
+			vars := map[string]string{}
+			for _, v := range d.variables {
+				match := substitute(v.match, vars)
+				require.NotContains(t, match, "$", "%s: variable %s: unresolved variable in %s", file, v.name, match)
+				var values []string
+				if v.name == "cluster" {
+					values = p.labelValuesNow(v.label, match)
+				} else {
+					values = p.labelValues(v.label, match)
 				}
-				return len(v) > 0, expr + ": no data"
-			})
+				switch v.name {
+				case "cluster":
+					require.Empty(t, values, "%s: no cluster label", file)
+					require.True(t, v.includeAll, "%s: cluster has All", file)
+					require.Equal(t, ".*", v.allValue, "%s: cluster's All matches series without the label", file)
+					vars[v.name] = v.allValue
+					continue
+				case "job":
+					require.Equal(t, []string{jobName}, values, "%s: the job variable (%s)", file, match)
+				case "instance":
+					require.Equal(t, []string{exporterAddr}, values, "%s: the instance variable (%s)", file, match)
+				case "app":
+					require.Equal(t, want, values, "%s: the app variable (%s) lists every app", file, match)
+				}
+				if v.multi {
+					vars[v.name] = allValuesRegex(values)
+				} else {
+					vars[v.name] = values[0]
+				}
+			}
+			require.NotEmpty(t, d.queries)
+			for _, q := range d.queries {
+				expr := substitute(q.expr, vars)
+				require.NotContains(t, expr, "$", "%s: panel %q: unresolved variable in %s", file, q.panel, expr)
+				p.waitFor(fmt.Sprintf("%s: panel %q query %s to return data", file, q.panel, q.ref), func() (bool, string) {
+					v, err := p.tryQuery(expr)
+					if err != nil {
+						return false, err.Error()
+					}
+					return len(v) > 0, expr + ": no data"
+				})
+			}
+			// Annotations have data only while alerts fire: they must be
+			// valid queries.
+			require.NotEmpty(t, d.annotations, "%s: alert annotations", file)
+			for _, a := range d.annotations {
+				expr := substitute(a, vars)
+				require.NotContains(t, expr, "$", "%s: annotation: unresolved variable in %s", file, expr)
+				_, err := p.tryQuery(expr)
+				require.NoError(t, err, "%s: annotation %s", file, expr)
+			}
 		}
 	})
 
@@ -163,7 +206,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 		assert.Equal(t, jobName, a.Labels["job"])
 		assert.Equal(t, exporterAddr, a.Labels["instance"])
 		assert.Contains(t, a.Annotations["description"], "sales-avatar uses 95% of its concurrency allowance (19 of 20 sessions)")
-		assert.Equal(t, "https://github.com/duix-exporter/duix_exporter/blob/main/README.md#duixconcurrencynearlimit", a.Annotations["runbook_url"])
+		assert.Equal(t, "https://github.com/duix-exporter/duix_exporter/blob/main/docs/runbooks.md#duixconcurrencynearlimit", a.Annotations["runbook_url"])
 		// 95% is not exhausted, and the other apps are far from their limits.
 		for _, other := range p.alerts() {
 			name := other.Labels["alertname"]
@@ -205,7 +248,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 		a := p.waitForAlert("DuixSessionStuck", app.Name, "firing")
 		assert.Equal(t, "warning", a.Labels["severity"])
 		assert.Contains(t, a.Annotations["description"], "The oldest active session of support-desk has been going for 3h")
-		assert.Equal(t, "https://github.com/duix-exporter/duix_exporter/blob/main/README.md#duixsessionstuck", a.Annotations["runbook_url"])
+		assert.Equal(t, "https://github.com/duix-exporter/duix_exporter/blob/main/docs/runbooks.md#duixsessionstuck", a.Annotations["runbook_url"])
 		// Stopped, as the runbook says.
 		require.True(t, sim.EndSession(app.AppID, id))
 		p.waitForNoAlert("DuixSessionStuck", app.Name)
@@ -364,10 +407,18 @@ func documentedMetrics(t *testing.T) []readme.Metric {
 	return metrics
 }
 
-// dashboard is what the test needs of the Grafana dashboard.
+// dashboard is what the test needs of a Grafana dashboard.
 type dashboard struct {
-	appQuery string // the label_values query of the app variable
-	queries  []panelQuery
+	variables   []variable // the query variables, in order
+	queries     []panelQuery
+	annotations []string // Prometheus annotation queries
+}
+
+// variable is a query variable: label_values(match, label).
+type variable struct {
+	name, label, match string
+	multi, includeAll  bool
+	allValue           string
 }
 
 type panelQuery struct{ panel, ref, expr string }
@@ -384,11 +435,12 @@ type grafanaPanel struct {
 	Panels []grafanaPanel `json:"panels"`
 }
 
-// loadDashboard reads the dashboard, checks its variables and that every
-// query uses the datasource variable, and returns its queries.
-func loadDashboard(t *testing.T) dashboard {
+// loadDashboard reads a dashboard, checks its variables and that every
+// query uses the datasource variable, and returns its variables and
+// queries.
+func loadDashboard(t *testing.T, file string) dashboard {
 	t.Helper()
-	raw, err := os.ReadFile(dashboardFile)
+	raw, err := os.ReadFile(file)
 	require.NoError(t, err)
 	var d struct {
 		UID        string `json:"uid"`
@@ -400,13 +452,20 @@ func loadDashboard(t *testing.T) dashboard {
 				Definition string          `json:"definition"`
 				Multi      bool            `json:"multi"`
 				IncludeAll bool            `json:"includeAll"`
+				AllValue   string          `json:"allValue"`
 				Datasource json.RawMessage `json:"datasource"`
 			} `json:"list"`
 		} `json:"templating"`
+		Annotations struct {
+			List []struct {
+				Expr       string          `json:"expr"`
+				Datasource json.RawMessage `json:"datasource"`
+			} `json:"list"`
+		} `json:"annotations"`
 		Panels []grafanaPanel `json:"panels"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &d))
-	require.NotEmpty(t, d.UID, "a stable uid")
+	require.NotEmpty(t, d.UID, "%s: a stable uid", file)
 
 	const wantDS = `{"type":"prometheus","uid":"${datasource}"}`
 	compact := func(m json.RawMessage) string {
@@ -417,25 +476,33 @@ func loadDashboard(t *testing.T) dashboard {
 		return b.String()
 	}
 	var out dashboard
-	vars := map[string]bool{}
+	var names []string
+	labelValues := regexp.MustCompile(`^label_values\((.+), *([a-zA-Z_][a-zA-Z0-9_]*)\)$`)
 	for _, v := range d.Templating.List {
-		vars[v.Name] = true
-		switch v.Name {
-		case "datasource":
+		names = append(names, v.Name)
+		if v.Name == "datasource" {
 			assert.Equal(t, "datasource", v.Type)
 			assert.Equal(t, `"prometheus"`, string(v.Query))
-		case "app":
-			assert.Equal(t, "query", v.Type)
-			assert.True(t, v.Multi, "app is multi-value")
-			assert.True(t, v.IncludeAll, "app includes All")
-			assert.Equal(t, wantDS, compact(v.Datasource))
-			out.appQuery = v.Definition
+			continue
+		}
+		assert.Equal(t, "query", v.Type, "%s: variable %s", file, v.Name)
+		assert.Equal(t, wantDS, compact(v.Datasource), "%s: variable %s", file, v.Name)
+		m := labelValues.FindStringSubmatch(v.Definition)
+		require.NotNil(t, m, "%s: variable %s: %s", file, v.Name, v.Definition)
+		out.variables = append(out.variables, variable{
+			name: v.Name, label: m[2], match: m[1],
+			multi: v.Multi, includeAll: v.IncludeAll, allValue: v.AllValue,
+		})
+	}
+	require.Equal(t, []string{"datasource", "cluster", "job", "instance", "app"}, names, "%s: variables", file)
+	app := out.variables[len(out.variables)-1]
+	assert.True(t, app.multi, "%s: app is multi-value", file)
+	for _, a := range d.Annotations.List {
+		if a.Expr != "" {
+			assert.Equal(t, wantDS, compact(a.Datasource), "%s: annotation datasource", file)
+			out.annotations = append(out.annotations, a.Expr)
 		}
 	}
-	require.True(t, vars["datasource"] && vars["app"], "variables datasource and app")
-	m := regexp.MustCompile(`^label_values\((.+), *app\)$`).FindStringSubmatch(out.appQuery)
-	require.NotNil(t, m, "app variable: %s", out.appQuery)
-	out.appQuery = m[1]
 
 	var walk func([]grafanaPanel)
 	walk = func(ps []grafanaPanel) {
@@ -444,11 +511,11 @@ func loadDashboard(t *testing.T) dashboard {
 			if p.Type == "row" {
 				continue
 			}
-			assert.Equal(t, wantDS, compact(p.Datasource), "panel %q datasource", p.Title)
-			assert.NotEmpty(t, p.Targets, "panel %q has queries", p.Title)
+			assert.Equal(t, wantDS, compact(p.Datasource), "%s: panel %q datasource", file, p.Title)
+			assert.NotEmpty(t, p.Targets, "%s: panel %q has queries", file, p.Title)
 			for _, tg := range p.Targets {
-				assert.Equal(t, wantDS, compact(tg.Datasource), "panel %q query %s datasource", p.Title, tg.RefID)
-				require.NotEmpty(t, tg.Expr, "panel %q query %s", p.Title, tg.RefID)
+				assert.Equal(t, wantDS, compact(tg.Datasource), "%s: panel %q query %s datasource", file, p.Title, tg.RefID)
+				require.NotEmpty(t, tg.Expr, "%s: panel %q query %s", file, p.Title, tg.RefID)
 				out.queries = append(out.queries, panelQuery{p.Title, tg.RefID, tg.Expr})
 			}
 		}
@@ -468,9 +535,13 @@ func allValuesRegex(values []string) string {
 	return strings.ReplaceAll("("+strings.Join(q, "|")+")", `\`, `\\`)
 }
 
-// substitute resolves the dashboard's variables as Grafana would.
-func substitute(expr, apps string) string {
-	expr = regexp.MustCompile(`\$\{app(:[a-z]+)?\}|\$app\b`).ReplaceAllLiteralString(expr, apps)
+// substitute resolves the dashboard's variables (vars by name) and
+// Grafana's built-in ones as Grafana would.
+func substitute(expr string, vars map[string]string) string {
+	for name, value := range vars {
+		re := regexp.MustCompile(`\$\{` + name + `(:[a-z]+)?\}|\$` + name + `\b`)
+		expr = re.ReplaceAllLiteralString(expr, value)
+	}
 	return strings.NewReplacer(
 		"${__rate_interval}", "10s", "$__rate_interval", "10s",
 		"${__interval}", "2s", "$__interval", "2s",
@@ -569,18 +640,37 @@ func (p *promAPI) query(q string) []sample {
 	return v
 }
 
-func (p *promAPI) labelValues(match string) []string {
+// labelValues waits for the values of label on the series of match, as a
+// label_values() variable lists them, and returns them sorted.
+func (p *promAPI) labelValues(label, match string) []string {
 	p.t.Helper()
 	var out []string
-	p.waitFor("values of the app label", func() (bool, string) {
-		out = nil
-		if err := p.get("/api/v1/label/app/values", url.Values{"match[]": {match}}, &out); err != nil {
+	p.waitFor("values of the "+label+" label of "+match, func() (bool, string) {
+		var err error
+		if out, err = p.tryLabelValues(label, match); err != nil {
 			return false, err.Error()
 		}
-		sort.Strings(out)
 		return len(out) > 0, "none"
 	})
 	return out
+}
+
+// labelValuesNow returns the values of label on the series of match now,
+// possibly none.
+func (p *promAPI) labelValuesNow(label, match string) []string {
+	p.t.Helper()
+	out, err := p.tryLabelValues(label, match)
+	require.NoError(p.t, err)
+	return out
+}
+
+func (p *promAPI) tryLabelValues(label, match string) ([]string, error) {
+	var out []string
+	if err := p.get("/api/v1/label/"+label+"/values", url.Values{"match[]": {match}}, &out); err != nil {
+		return nil, err
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // alert is an active (pending or firing) alert.

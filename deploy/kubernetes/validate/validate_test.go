@@ -3,7 +3,9 @@ package validate
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -505,10 +507,10 @@ func TestPrometheusRuleIsRulesYML(t *testing.T) {
 	b := build(t)
 	assert.Equal(t, want, b.prometheusRule.Spec, "the PrometheusRule's spec is rules.yml")
 	assert.Equal(t, string(PrometheusRule(src)), string(readRepo(t, PrometheusRuleFile)),
-		"%s is stale: run `make manifests`", PrometheusRuleFile)
+		"%s is stale: run `make mixin`", PrometheusRuleFile)
 
 	// Every alert has what the runbooks and the routing need.
-	readme := readmeAnchors(t)
+	anchors := runbookAnchors(t)
 	for _, g := range want.Groups {
 		for _, r := range g.Rules {
 			if r.Alert == "" {
@@ -519,45 +521,64 @@ func TestPrometheusRuleIsRulesYML(t *testing.T) {
 			assert.NotEmpty(t, r.Annotations["description"], "%s: description", r.Alert)
 			url := r.Annotations["runbook_url"]
 			anchor := strings.ToLower(r.Alert)
-			assert.Equal(t, "https://github.com/duix-exporter/duix_exporter/blob/main/README.md#"+anchor, url, "%s: runbook_url", r.Alert)
-			assert.True(t, readme[anchor], "%s: README has a Runbooks section #%s", r.Alert, anchor)
+			assert.Equal(t, "https://github.com/duix-exporter/duix_exporter/blob/main/"+RunbooksFile+"#"+anchor, url, "%s: runbook_url", r.Alert)
+			if anchors != nil {
+				assert.True(t, anchors[anchor], "%s: %s has a section #%s", r.Alert, RunbooksFile, anchor)
+			}
 		}
 	}
 }
 
-// readmeAnchors returns the anchors of the headings under README's
-// "Runbooks" section.
-func readmeAnchors(t *testing.T) map[string]bool {
+// runbookAnchors returns the anchors of the headings of the runbooks, or
+// nil (and logs it) while the repository has no runbooks file.
+func runbookAnchors(t *testing.T) map[string]bool {
 	t.Helper()
+	data, err := os.ReadFile(filepath.Join(RepoRoot, RunbooksFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Logf("%s does not exist: the runbook anchors are not checked", RunbooksFile)
+		return nil
+	}
+	require.NoError(t, err)
 	out := map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(readRepo(t, "README.md")))
-	in := false
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	strip := regexp.MustCompile("[^a-z0-9 _-]")
 	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "## ") {
-			in = line == "## Runbooks"
-			continue
+		h := strings.TrimLeft(sc.Text(), "#")
+		if len(h) == len(sc.Text()) || !strings.HasPrefix(h, " ") {
+			continue // not a heading
 		}
-		if h, ok := strings.CutPrefix(line, "### "); ok && in {
-			a := strip.ReplaceAllString(strings.ToLower(strings.TrimSpace(h)), "")
-			out[strings.ReplaceAll(a, " ", "-")] = true
-		}
+		a := strip.ReplaceAllString(strings.ToLower(strings.TrimSpace(h)), "")
+		out[strings.ReplaceAll(a, " ", "-")] = true
 	}
 	return out
 }
 
-// The dashboard ConfigMap carries dashboards/duix-overview.json as it is,
-// labelled for Grafana's sidecar, and is what the generator makes of it.
-func TestDashboardConfigMapIsTheDashboard(t *testing.T) {
-	src := readRepo(t, DashboardFile)
+// The dashboard ConfigMap carries the dashboards of dashboards/ as they
+// are, labelled for Grafana's sidecar, and is what the generator makes of
+// them. It stays small enough for `kubectl apply`, which copies it into an
+// annotation limited to 256 KiB.
+func TestDashboardConfigMapIsTheDashboards(t *testing.T) {
 	b := build(t)
 	cm := b.configMaps["duix-exporter-dashboard"]
 	require.NotNil(t, cm, "the dashboard ConfigMap keeps its name (no hash suffix)")
 	assert.Equal(t, "1", cm.Labels["grafana_dashboard"])
-	assert.Equal(t, string(src), cm.Data[DashboardKey], "the ConfigMap holds %s", DashboardFile)
-	assert.Equal(t, string(DashboardConfigMap(src)), string(readRepo(t, DashboardCMFile)),
-		"%s is stale: run `make manifests`", DashboardCMFile)
+	srcs := make([][]byte, len(Dashboards))
+	for i, name := range Dashboards {
+		srcs[i] = readRepo(t, DashboardsDir+"/"+name)
+		assert.Equal(t, string(srcs[i]), cm.Data[name], "the ConfigMap holds %s", name)
+	}
+	assert.Len(t, cm.Data, len(Dashboards), "the ConfigMap holds the dashboards only")
+	manifest := readRepo(t, DashboardCMFile)
+	assert.Equal(t, string(DashboardConfigMap(Dashboards, srcs)), string(manifest),
+		"%s is stale: run `make mixin`", DashboardCMFile)
+	assert.Less(t, len(manifest), 256<<10, "%s fits in kubectl's last-applied annotation", DashboardCMFile)
+	entries, err := os.ReadDir(filepath.Join(RepoRoot, DashboardsDir))
+	require.NoError(t, err)
+	var onDisk []string
+	for _, e := range entries {
+		onDisk = append(onDisk, e.Name())
+	}
+	assert.ElementsMatch(t, Dashboards, onDisk, "every dashboard of %s is in the ConfigMap", DashboardsDir)
 }
 
 // The Dockerfile builds with the Go version of go.mod, runs as a non-root

@@ -1,7 +1,8 @@
 // Command generate writes the PrometheusRule and the dashboard ConfigMap
-// of the kustomize base from deploy/prometheus/rules.yml and
-// dashboards/duix-overview.json. Run it from deploy/kubernetes/validate
-// (`go generate` there, or `make manifests` at the repository root).
+// of the kustomize base from deploy/prometheus/rules.yml and the
+// dashboards of dashboards/, which the mixin renders. Run it from
+// deploy/kubernetes/validate (`go generate` there, or `make manifests` at
+// the repository root; `make mixin` renders the mixin, then runs it).
 package main
 
 import (
@@ -20,21 +21,26 @@ func main() {
 }
 
 func run() error {
-	for _, g := range []struct {
-		src, dst string
-		gen      func([]byte) []byte
-	}{
-		{validate.RulesFile, validate.PrometheusRuleFile, validate.PrometheusRule},
-		{validate.DashboardFile, validate.DashboardCMFile, validate.DashboardConfigMap},
-	} {
-		src, err := os.ReadFile(filepath.Join(validate.RepoRoot, g.src))
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(validate.RepoRoot, g.dst), g.gen(src), 0o644); err != nil {
-			return err
-		}
-		fmt.Println("wrote", g.dst)
+	rules, err := os.ReadFile(filepath.Join(validate.RepoRoot, validate.RulesFile))
+	if err != nil {
+		return err
 	}
+	if err := write(validate.PrometheusRuleFile, validate.PrometheusRule(rules)); err != nil {
+		return err
+	}
+	dashboards := make([][]byte, len(validate.Dashboards))
+	for i, name := range validate.Dashboards {
+		if dashboards[i], err = os.ReadFile(filepath.Join(validate.RepoRoot, validate.DashboardsDir, name)); err != nil {
+			return err
+		}
+	}
+	return write(validate.DashboardCMFile, validate.DashboardConfigMap(validate.Dashboards, dashboards))
+}
+
+func write(name string, data []byte) error {
+	if err := os.WriteFile(filepath.Join(validate.RepoRoot, name), data, 0o644); err != nil {
+		return err
+	}
+	fmt.Println("wrote", name)
 	return nil
 }
