@@ -1,6 +1,6 @@
 // Package client is a typed client for the digital-human platform's OpenAPI
-// v2: conversation details, concurrency, active sessions and closing a
-// session, with access tokens minted from appId + appKey or given ready-made.
+// v2: conversation details, concurrency, active sessions and closing one
+// session or all of an app's, with access tokens minted from appId + appKey or given ready-made.
 package client
 
 import (
@@ -26,10 +26,11 @@ const (
 	EndpointConcurrency  = "getconcurrentNumber"
 	EndpointSessions     = "getconcurrentList"
 	EndpointStop         = "sessionStop"
+	EndpointStopAll      = "distroyCallSessionsByAppId" // the misspelling is the platform's
 )
 
 // Endpoints lists every endpoint the client calls.
-var Endpoints = []string{EndpointConversation, EndpointConcurrency, EndpointSessions, EndpointStop}
+var Endpoints = []string{EndpointConversation, EndpointConcurrency, EndpointSessions, EndpointStop, EndpointStopAll}
 
 // Transport is what every app's client shares: the HTTP client with its
 // connection pool, the base address, limits and instrumentation.
@@ -568,8 +569,22 @@ func getObject[T any](ctx context.Context, c *Client, endpoint string, query url
 // StopSession closes an active session (GET /sessionStop?uuid=). An unknown
 // or already ended session gives an *APIError for which IsNotFound may hold.
 func (c *Client) StopSession(ctx context.Context, sessionID string) (*StopResult, error) {
+	return c.stop(ctx, EndpointStop, url.Values{"uuid": {sessionID}})
+}
+
+// StopAllSessions closes every session of the app
+// (GET /distroyCallSessionsByAppId?appId=). What the platform puts in data
+// is not documented: it is returned as it came, and only the envelope says
+// whether the call succeeded
+// (docs/platform-api.md#closing-all-sessions-of-an-app).
+func (c *Client) StopAllSessions(ctx context.Context) (*StopResult, error) {
+	return c.stop(ctx, EndpointStopAll, url.Values{"appId": {c.appID}})
+}
+
+// stop calls an endpoint that closes sessions and returns its answer.
+func (c *Client) stop(ctx context.Context, endpoint string, query url.Values) (*StopResult, error) {
 	var data json.RawMessage
-	env, err := c.do(ctx, EndpointStop, url.Values{"uuid": {sessionID}}, func(dec *json.Decoder) error {
+	env, err := c.do(ctx, endpoint, query, func(dec *json.Decoder) error {
 		return dec.Decode(&data)
 	})
 	if err != nil {

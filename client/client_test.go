@@ -153,6 +153,89 @@ func TestStopSession(t *testing.T) {
 	assert.True(t, client.IsNotFound(err), "stopping an unknown session: %v", err)
 }
 
+func TestStopAllSessions(t *testing.T) {
+	f := newFixture(t, config.AuthHeaderToken)
+	c := f.client()
+	for range 3 {
+		_, err := f.sim.StartSession(appID, convID)
+		require.NoError(t, err)
+	}
+
+	res, err := c.StopAllSessions(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "200", res.Code)
+	assert.JSONEq(t, `{"count":3}`, string(res.Data))
+	assert.Zero(t, f.sim.InUse(appID))
+	assert.EqualValues(t, 1, f.sim.RequestsFor(appID, simulator.EndpointStopAll), "the app's ID is the appId parameter")
+	assert.Equal(t, 1.0, counterValue(t, f.reg, "duix_api_requests_total", map[string]string{"endpoint": client.EndpointStopAll, "code": "200"}),
+		"instrumented like every call")
+
+	res, err = c.StopAllSessions(context.Background())
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"count":0}`, string(res.Data), "nothing left is still a success")
+}
+
+// TestStopAllSessionsAcceptsAnyData checks that only the envelope decides:
+// the platform does not document data, so any value, or none, is a success.
+func TestStopAllSessionsAcceptsAnyData(t *testing.T) {
+	for _, tc := range []struct {
+		fault simulator.FaultKind
+		data  string
+	}{
+		{simulator.FaultNullData, "null"},
+		{simulator.FaultWrongTypes, `{"count":"all"}`},
+		{simulator.FaultCodeAsNumber, `{"count":0}`},
+	} {
+		f := newFixture(t, config.AuthHeaderAuthorization)
+		f.sim.SetFault(appID, simulator.EndpointStopAll, simulator.Fault{Kind: tc.fault})
+		res, err := f.client().StopAllSessions(context.Background())
+		require.NoError(t, err, tc.fault)
+		assert.Equal(t, "200", res.Code, tc.fault)
+		assert.JSONEq(t, tc.data, string(res.Data), tc.fault)
+	}
+}
+
+func TestStopAllSessionsFailures(t *testing.T) {
+	for _, tc := range []struct {
+		fault  simulator.Fault
+		reason string
+	}{
+		{simulator.Fault{Kind: simulator.FaultSuccessFalse}, client.ReasonAPI},
+		{simulator.Fault{Kind: simulator.FaultHTML502}, client.ReasonHTTP},
+		{simulator.Fault{Kind: simulator.FaultTruncatedJSON}, client.ReasonDecode},
+		{simulator.Fault{Kind: simulator.FaultOversizedBody, Bytes: 64 << 10}, client.ReasonDecode},
+		{simulator.Fault{Kind: simulator.FaultEchoRequest}, client.ReasonHTTP},
+		{simulator.Fault{Kind: simulator.FaultEchoRequestJSON}, client.ReasonAPI},
+	} {
+		f := newFixture(t, config.AuthHeaderAuthorization)
+		f.t.MaxResponseBytes = 16 << 10
+		_, err := f.sim.StartSession(appID, convID)
+		require.NoError(t, err)
+		f.sim.SetFault(appID, simulator.EndpointStopAll, tc.fault)
+		tokens := client.NewJWTSource(appID, client.StaticKey(appKey), 0, nil)
+		tok, err := tokens.Token(context.Background())
+		require.NoError(t, err)
+
+		res, err := client.New(f.t, appID, tokens).StopAllSessions(context.Background())
+		require.Error(t, err, tc.fault.Kind)
+		assert.Nil(t, res)
+		assert.Equal(t, tc.reason, client.Reason(err), "%v: %v", tc.fault.Kind, err)
+		assert.Contains(t, err.Error(), client.EndpointStopAll)
+		assert.NotContains(t, err.Error(), tok, "redacted like every call")
+		assert.NotContains(t, err.Error(), appKey)
+	}
+
+	// A token of another app is refused: nothing is ended.
+	f := newFixture(t, config.AuthHeaderAuthorization)
+	_, err := f.sim.StartSession(appID, convID)
+	require.NoError(t, err)
+	f.sim.AddApp(simulator.App{ID: "other", Key: "other-key-0123456789"})
+	other := client.New(f.t, appID, client.NewJWTSource("other", client.StaticKey("other-key-0123456789"), 0, nil))
+	_, err = other.StopAllSessions(context.Background())
+	assert.Equal(t, client.ReasonAuth, client.Reason(err), "%v", err)
+	assert.Equal(t, 1, f.sim.InUse(appID))
+}
+
 type clock struct {
 	mu sync.Mutex
 	t  time.Time

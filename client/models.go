@@ -222,7 +222,8 @@ type Session struct {
 	Raw            json.RawMessage `json:"record,omitempty"`
 }
 
-// StopResult is the platform's answer to a successful sessionStop.
+// StopResult is the platform's answer to a successful sessionStop or
+// distroyCallSessionsByAppId.
 type StopResult struct {
 	Code    string          `json:"code"`
 	Message string          `json:"message"`

@@ -25,10 +25,10 @@ import (
 // Exit codes of the operator commands (apps, sessions, conversation).
 const (
 	exitOK       = 0 // done
-	exitFailed   = 1 // a call to the platform failed (apps check: at least one app)
+	exitFailed   = 1 // a call to the platform failed (apps check: at least one app; sessions stop --older-than: at least one session)
 	exitUsage    = 2 // bad arguments, unknown app, unreadable or invalid configuration
 	exitNotFound = 3 // the session or conversation is unknown, or the session is no longer active
-	exitDeclined = 4 // sessions stop was not confirmed: nothing was done
+	exitDeclined = 4 // sessions stop was not confirmed: nothing was stopped
 )
 
 // Commands are the operator commands registered with a kingpin
@@ -55,9 +55,13 @@ func Register(app *kingpin.Application) *Commands {
 	c.sessionsList.Flag("app", "Name of a configured app.").Required().StringVar(&c.list.app)
 	c.sessionsList.Flag("output", "Output format: table or json.").Default("table").EnumVar(&c.list.output, "table", "json")
 
-	c.sessionsStop = sessions.Command("stop", "Close one active session of an app, freeing its concurrency slot.")
+	c.sessionsStop = sessions.Command("stop", "Close active sessions of an app, freeing their concurrency slots: one (--session), those older than a duration (--older-than) or all of them (--all).")
 	c.sessionsStop.Flag("app", "Name of a configured app.").Required().StringVar(&c.stop.app)
-	c.sessionsStop.Flag("session", "ID of the session to close (from sessions list).").Required().StringVar(&c.stop.session)
+	c.sessionsStop.Flag("session", "ID of the session to close (from sessions list).").IsSetByUser(&c.stop.sessionSet).StringVar(&c.stop.session)
+	c.sessionsStop.Flag("older-than", "Close every session that started longer ago than this (90m, 2h, 1d), by the start time in the platform's records.").
+		PlaceHolder("DURATION").IsSetByUser(&c.stop.olderThanSet).StringVar(&c.stop.olderThan)
+	c.sessionsStop.Flag("all", "Close every session of the app at once (the platform's distroyCallSessionsByAppId).").BoolVar(&c.stop.all)
+	c.sessionsStop.Flag("dry-run", "With --older-than or --all: show what would be closed, and close nothing.").BoolVar(&c.stop.dryRun)
 	c.sessionsStop.Flag("yes", "Do not ask for confirmation (needed when stdin is not a terminal).").BoolVar(&c.stop.yes)
 
 	conversation := app.Command("conversation", "Operator commands about conversations.")

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -29,10 +31,22 @@ type platform struct {
 
 func startPlatform(t *testing.T) *platform {
 	t.Helper()
+	return startPlatformBehind(t, nil)
+}
+
+// startPlatformBehind is startPlatform with every request going through
+// wrap(sim) first (nil: straight to the simulator), so that a test can
+// change the platform's state at a precise request.
+func startPlatformBehind(t *testing.T, wrap func(sim *simulator.Simulator, next http.Handler) http.Handler) *platform {
+	t.Helper()
 	sim, apps := simulator.NewDemo()
-	base, closeSim, err := sim.Listen("127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(closeSim)
+	var h http.Handler = sim
+	if wrap != nil {
+		h = wrap(sim, sim)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	base := srv.URL + simulator.BasePath
 	p := &platform{sim: sim, apps: map[string]simulator.DemoApp{}, base: base, config: filepath.Join(t.TempDir(), "duix.yml")}
 	require.NoError(t, demo.WriteConfig(p.config, base, apps))
 	for _, a := range apps {

@@ -21,8 +21,9 @@ type sessionsListOptions struct {
 }
 
 type sessionsStopOptions struct {
-	app, session string
-	yes          bool
+	app, session, olderThan  string
+	sessionSet, olderThanSet bool // given on the command line, even empty
+	all, dryRun, yes         bool
 }
 
 // sessionList is the output of `sessions list --output json`.
@@ -139,8 +140,39 @@ func orDash(s string) string {
 	return s
 }
 
-// runSessionsStop implements `sessions stop`.
+// runSessionsStop implements `sessions stop`: one session (--session),
+// those older than a duration (--older-than) or all of them (--all).
 func runSessionsStop(ctx context.Context, env *cli, o sessionsStopOptions) int {
+	var modes []string
+	if o.sessionSet {
+		modes = append(modes, "--session")
+	}
+	if o.olderThanSet {
+		modes = append(modes, "--older-than")
+	}
+	if o.all {
+		modes = append(modes, "--all")
+	}
+	if len(modes) != 1 {
+		given := "none was given"
+		if len(modes) > 1 {
+			given = strings.Join(modes, " and ") + " were given"
+		}
+		return env.failf(exitUsage, "give exactly one of --session ID, --older-than DURATION or --all: %s", given)
+	}
+	switch {
+	case o.olderThanSet:
+		age, err := parseAge(o.olderThan)
+		if err != nil {
+			return env.failf(exitUsage, "%v", err)
+		}
+		return runStopOlderThan(ctx, env, o, age)
+	case o.all:
+		return runStopAll(ctx, env, o)
+	}
+	if o.dryRun {
+		return env.failf(exitUsage, "--dry-run goes with --older-than or --all, not with --session")
+	}
 	if err := checkID("session", o.session); err != nil {
 		return env.failf(exitUsage, "%v", err)
 	}
@@ -151,17 +183,11 @@ func runSessionsStop(ctx context.Context, env *cli, o sessionsStopOptions) int {
 	defer pool.Close()
 
 	if !o.yes {
-		if !term.IsTerminal(int(env.stdin.Fd())) {
+		if !isTerminal(env) {
 			return env.failf(exitDeclined, "not stopping session %s of app %s: stdin is not a terminal, so there is no one to confirm; pass --yes to stop it without asking", o.session, o.app)
 		}
 		describeSession(ctx, env, c, o)
-		fmt.Fprintf(env.stderr, "Stop session %s of app %s? This ends the call. [y/N] ", o.session, o.app)
-		answer, err := bufio.NewReader(env.stdin).ReadString('\n')
-		answer = strings.ToLower(strings.TrimSpace(answer))
-		if answer != "y" && answer != "yes" {
-			if err != nil {
-				fmt.Fprintln(env.stderr)
-			}
+		if !confirm(env, fmt.Sprintf("Stop session %s of app %s? This ends the call.", o.session, o.app)) {
 			return env.failf(exitDeclined, "not confirmed: session %s of app %s was not stopped", o.session, o.app)
 		}
 	}
@@ -205,6 +231,27 @@ func describeSession(ctx context.Context, env *cli, c *client.Client, o sessions
 		return
 	}
 	fmt.Fprintf(env.stderr, "Session %s is not in the %d active session(s) of app %s.\n", o.session, len(sessions), o.app)
+}
+
+// isTerminal reports whether the command's stdin is a terminal, someone
+// who can confirm.
+func isTerminal(env *cli) bool {
+	return env.stdin != nil && term.IsTerminal(int(env.stdin.Fd()))
+}
+
+// confirm asks question on stderr and reads the answer from stdin: only
+// "y" or "yes" (any case) confirms.
+func confirm(env *cli, question string) bool {
+	fmt.Fprintf(env.stderr, "%s [y/N] ", question)
+	answer, err := bufio.NewReader(env.stdin).ReadString('\n')
+	answer = strings.ToLower(strings.TrimSpace(answer))
+	if answer == "y" || answer == "yes" {
+		return true
+	}
+	if err != nil {
+		fmt.Fprintln(env.stderr)
+	}
+	return false
 }
 
 func jsonCompact(v json.RawMessage) string {

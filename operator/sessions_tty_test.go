@@ -7,6 +7,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -72,4 +73,46 @@ func TestSessionsStopAsksOnATerminal(t *testing.T) {
 		}
 	}
 	assert.Equal(t, int64(1), p.sim.Requests(simulator.EndpointStop), "only the confirmed stop reached the platform")
+}
+
+func TestSessionsStopManyAsksOnceOnATerminal(t *testing.T) {
+	p := startPlatform(t)
+	app := p.id("support-desk")
+	old1 := p.startOld(t, "support-desk", "1081", 5*time.Hour)
+	old2 := p.startOld(t, "support-desk", "1082", 3*time.Hour)
+	ask := func(answer string, args ...string) cliResult {
+		t.Helper()
+		master, tty := openPTY(t)
+		_, err := master.WriteString(answer)
+		require.NoError(t, err)
+		return p.run(t, tty, append([]string{"sessions", "stop", "--app=support-desk"}, args...)...)
+	}
+
+	const olderPrompt = "Stop these 2 session(s) of app support-desk? This ends their calls. [y/N] "
+	res := ask("n\n", "--older-than=2h")
+	assert.Equal(t, exitDeclined, res.code)
+	assert.Contains(t, tableRows(t, res.stdout), old1, "the sessions are shown before the question")
+	assert.Equal(t, olderPrompt+"duix_exporter sessions stop: not confirmed: no session of app support-desk was stopped\n", res.stderr)
+	assert.Zero(t, p.sim.Requests(simulator.EndpointStop))
+	assert.Equal(t, 5, p.sim.InUse(app))
+
+	res = ask("y\n", "--older-than=2h")
+	assert.Equal(t, exitOK, res.code)
+	assert.Equal(t, olderPrompt, res.stderr, "asked once for all of them")
+	assert.Contains(t, res.stdout, "session "+old1+": stopped\nsession "+old2+": stopped\n")
+	assert.EqualValues(t, 2, p.sim.Requests(simulator.EndpointStop))
+	assert.Equal(t, 3, p.sim.InUse(app))
+
+	const allPrompt = "Close every session of app support-desk (3 listed)? This ends all its calls. [y/N] "
+	res = ask("\n", "--all")
+	assert.Equal(t, exitDeclined, res.code)
+	assert.Equal(t, allPrompt+"duix_exporter sessions stop: not confirmed: no session of app support-desk was stopped\n", res.stderr)
+	assert.Zero(t, p.sim.Requests(simulator.EndpointStopAll))
+	assert.Equal(t, 3, p.sim.InUse(app))
+
+	res = ask("YES\n", "--all")
+	assert.Equal(t, exitOK, res.code)
+	assert.Equal(t, allPrompt, res.stderr)
+	assert.Contains(t, res.stdout, `closed every session of app support-desk: the platform answered code "200", message "", data {"count":3}`)
+	assert.Zero(t, p.sim.InUse(app))
 }

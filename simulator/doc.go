@@ -2,7 +2,7 @@
 // digital-human conversation platform (Duix OpenAPI v2), as described in
 // docs/platform-api.md.
 //
-// A Simulator is an http.Handler that serves four GET endpoints under
+// A Simulator is an http.Handler that serves five GET endpoints under
 // BasePath:
 //
 //   - getConversationById?conversationId=… returns one conversation
@@ -12,7 +12,10 @@
 //     number of active sessions of an application (code "200");
 //   - getconcurrentList?appId=… lists the active sessions of an application,
 //     in start order, in one of several selectable data shapes;
-//   - sessionStop?uuid=… ends one active session of the calling application.
+//   - sessionStop?uuid=… ends one active session of the calling application;
+//   - distroyCallSessionsByAppId?appId=… ends every active session of an
+//     application and answers how many in data: {"count": n} (the
+//     misspelling is the platform's).
 //
 // Every request must carry an access token, either as
 // "Authorization: Bearer <token>" or, when that header is absent, as

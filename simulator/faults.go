@@ -321,6 +321,8 @@ func wrongTypesData(ep string) string {
 		return `"no sessions"`
 	case EndpointStop:
 		return `"yes"`
+	case EndpointStopAll:
+		return `{"count":"all"}`
 	default: // conversation
 		return `{"id":108,"conversationName":["demo"],"language":1,"maxConversation":"two",` +
 			`"conversationInfoDto":"none","detailDto":[1,2],"modelDtoList":{"largeName":"chatbot_law"},` +

@@ -84,5 +84,6 @@ func TestListenWithMetricsCountsRequests(t *testing.T) {
 	assert.Contains(t, body, `duix_simulator_requests_total{endpoint="getconcurrentNumber"} 3`+"\n")
 	assert.Contains(t, body, `duix_simulator_requests_total{endpoint="getconcurrentList"} 1`+"\n")
 	assert.Contains(t, body, `duix_simulator_requests_total{endpoint="getConversationById"} 0`+"\n")
+	assert.Contains(t, body, `duix_simulator_requests_total{endpoint="distroyCallSessionsByAppId"} 0`+"\n")
 	assert.Zero(t, sim.Requests("/metrics"), "scraping the simulator is not an API request")
 }

@@ -113,6 +113,13 @@ func (s *Simulator) serveEndpoint(w http.ResponseWriter, ep string, q url.Values
 			return
 		}
 		writeSuccess(w, ep, []byte("true"))
+	case EndpointStopAll:
+		st, ok := checkApp(w, q, auth)
+		if !ok {
+			return
+		}
+		b := append([]byte(`{"count":`), strconv.Itoa(st.endAll())...)
+		writeSuccess(w, ep, append(b, '}'))
 	case EndpointConversation:
 		id := q.Get(queryConversationID)
 		if id == "" {

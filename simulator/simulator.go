@@ -22,6 +22,9 @@ const (
 	EndpointConcurrency  = "getconcurrentNumber"
 	EndpointSessions     = "getconcurrentList"
 	EndpointStop         = "sessionStop"
+	// EndpointStopAll ends every session of an app; the misspelling is the
+	// platform's (docs/platform-api.md#operations).
+	EndpointStopAll = "distroyCallSessionsByAppId"
 )
 
 // Errors returned by the Go API.
@@ -82,7 +85,7 @@ type Simulator struct {
 
 // knownEndpoints lists the served endpoints; its order indexes
 // Simulator.totals.
-var knownEndpoints = [...]string{EndpointConversation, EndpointConcurrency, EndpointSessions, EndpointStop}
+var knownEndpoints = [...]string{EndpointConversation, EndpointConcurrency, EndpointSessions, EndpointStop, EndpointStopAll}
 
 func endpointIndex(name string) int {
 	for i, e := range knownEndpoints {
@@ -290,6 +293,20 @@ func (st *appState) end(sessionID string) bool {
 		st.order = kept
 	}
 	return true
+}
+
+// endAll ends every active session and returns how many there were.
+func (st *appState) endAll() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	n := len(st.active)
+	for _, o := range st.order {
+		o.ended = true
+	}
+	clear(st.active)
+	st.order = nil
+	st.snap = nil
+	return n
 }
 
 // list returns the active sessions in start order. The returned slice is

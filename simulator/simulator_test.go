@@ -104,7 +104,7 @@ func TestAuthRefusals(t *testing.T) {
 	}
 	for name, hdr := range cases {
 		t.Run(name, func(t *testing.T) {
-			for _, ep := range []string{EndpointConcurrency, EndpointSessions, EndpointStop, EndpointConversation} {
+			for _, ep := range []string{EndpointConcurrency, EndpointSessions, EndpointStop, EndpointStopAll, EndpointConversation} {
 				r := e.do(http.MethodGet, e.url(ep, "appId", appA, "uuid", "x", "conversationId", "c"), hdr)
 				assert.Equal(t, http.StatusUnauthorized, r.status, ep)
 				assert.Equal(t, unauthorizedBody, string(r.body), ep)
@@ -149,7 +149,7 @@ func TestKeyRotationWithAddApp(t *testing.T) {
 
 func TestAppMismatchForbidden(t *testing.T) {
 	e := newEnv(t)
-	for _, ep := range []string{EndpointConcurrency, EndpointSessions} {
+	for _, ep := range []string{EndpointConcurrency, EndpointSessions, EndpointStopAll} {
 		for _, target := range []string{appB, "unknown-app"} {
 			r := e.get(ep, "appId", target)
 			assert.Equal(t, http.StatusForbidden, r.status, ep)
@@ -164,6 +164,7 @@ func TestMissingParameters(t *testing.T) {
 		EndpointConcurrency:  "appId",
 		EndpointSessions:     "appId",
 		EndpointStop:         "uuid",
+		EndpointStopAll:      "appId",
 		EndpointConversation: "conversationId",
 	} {
 		r := e.get(ep)
@@ -398,6 +399,48 @@ func TestSessionStop(t *testing.T) {
 	// The freed slot can be used again.
 	_, err := e.sim.StartSession(appA, "c")
 	require.NoError(t, err)
+}
+
+func TestStopAllSessions(t *testing.T) {
+	e := newEnv(t)
+	for range 3 {
+		_, err := e.sim.StartSession(appA, "c")
+		require.NoError(t, err)
+	}
+	idB, err := e.sim.StartSession(appB, "c")
+	require.NoError(t, err)
+
+	r := e.get(EndpointStopAll, "appId", appA)
+	require.Equal(t, http.StatusOK, r.status)
+	assert.Equal(t, `{"code":"200","message":"","success":true,"data":{"count":3}}`, string(r.body))
+	assert.Zero(t, e.sim.InUse(appA))
+	assert.Empty(t, e.sim.Sessions(appA))
+	r = e.get(EndpointSessions, "appId", appA)
+	assert.JSONEq(t, `{"code":"200","data":[],"message":"","success":true}`, string(r.body))
+	assert.Equal(t, []Session{{ID: idB, ConversationID: "c", Start: e.clock.Now()}}, e.sim.Sessions(appB), "another app's sessions are kept")
+
+	r = e.get(EndpointStopAll, "appId", appA)
+	assert.Equal(t, `{"code":"200","message":"","success":true,"data":{"count":0}}`, string(r.body), "nothing left to end")
+
+	// The slots are free again, and the app works as before.
+	for range 3 {
+		_, err := e.sim.StartSession(appA, "c")
+		require.NoError(t, err)
+	}
+	id := e.sim.Sessions(appA)[1].ID
+	assert.Equal(t, `{"code":"200","message":"","success":true,"data":true}`, string(e.get(EndpointStop, "uuid", id).body))
+	assert.Equal(t, 2, e.sim.InUse(appA))
+
+	// Counted, and subject to faults, like the other endpoints.
+	assert.EqualValues(t, 2, e.sim.Requests(EndpointStopAll))
+	assert.EqualValues(t, 2, e.sim.RequestsFor(appA, EndpointStopAll))
+	e.sim.SetFault(appA, EndpointStopAll, Fault{Kind: FaultHTTP500, Times: 1})
+	r = e.get(EndpointStopAll, "appId", appA)
+	assert.Equal(t, http.StatusInternalServerError, r.status)
+	assert.Equal(t, 2, e.sim.InUse(appA), "a faulted request ends nothing")
+	r = e.get(EndpointStopAll, "appId", appA)
+	assert.Equal(t, `{"code":"200","message":"","success":true,"data":{"count":2}}`, string(r.body))
+	assert.EqualValues(t, 4, e.sim.Requests(EndpointStopAll))
 }
 
 func TestConversationDetails(t *testing.T) {

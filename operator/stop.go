@@ -1,0 +1,179 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/duix-exporter/duix_exporter/client"
+)
+
+// parseAge reads the value of --older-than: a Go duration (90m, 1h30m,
+// 1.5h) or a Prometheus one (2h, 1d, 1w). It must be positive.
+func parseAge(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		md, merr := model.ParseDuration(v)
+		if merr != nil {
+			// The value is not repeated: it failed to parse.
+			return 0, errors.New("--older-than is not a duration such as 90m, 2h or 1d")
+		}
+		d = time.Duration(md)
+	}
+	if d <= 0 {
+		return 0, errors.New("--older-than must be longer than zero (to close every session, use --all)")
+	}
+	return d, nil
+}
+
+// runStopOlderThan implements `sessions stop --older-than`: it lists the
+// app's sessions, keeps those whose record started before now minus age,
+// asks once, and stops each with sessionStop.
+func runStopOlderThan(ctx context.Context, env *cli, o sessionsStopOptions, age time.Duration) int {
+	c, pool, code := env.clientFor(o.app)
+	if code != exitOK {
+		return code
+	}
+	defer pool.Close()
+
+	sessions, err := c.Sessions(ctx)
+	if err != nil {
+		return env.failf(exitFailed, "listing the sessions of app %s: %s", o.app, describeError(err))
+	}
+	now := time.Now()
+	cutoff := now.Add(-age)
+	var old []client.Session
+	var undated, unnamed int
+	seen := map[string]bool{}
+	for _, s := range sessions {
+		switch {
+		case s.ID == "":
+			unnamed++
+		case s.Start == nil:
+			undated++
+		case s.Start.Before(cutoff) && !seen[s.ID]:
+			seen[s.ID] = true
+			old = append(old, s)
+		}
+	}
+	skipped := func() {
+		if undated > 0 {
+			fmt.Fprintf(env.stdout, "skipped %d session(s) whose record has no start time: they are not older than anything (sessions list shows them; stop one with --session)\n", undated)
+		}
+		if unnamed > 0 {
+			fmt.Fprintf(env.stdout, "skipped %d session record(s) without a session ID: they cannot be stopped\n", unnamed)
+		}
+	}
+	// o.olderThan parsed as a duration: it holds nothing to escape.
+	if len(old) == 0 {
+		fmt.Fprintf(env.stdout, "app %s has %d active session(s), none started more than %s ago: nothing to stop\n", o.app, len(sessions), o.olderThan)
+		skipped()
+		return exitOK
+	}
+	fmt.Fprintf(env.stdout, "app %s has %d active session(s); %d started more than %s ago (before %s UTC):\n",
+		o.app, len(sessions), len(old), o.olderThan, cutoff.UTC().Format(time.DateTime))
+	rows := [][]string{{"SESSION ID", "CONVERSATION", "STARTED (UTC)", "AGE"}}
+	for _, s := range old {
+		rows = append(rows, []string{printable(s.ID, 128), orDash(printable(s.ConversationID, 128)),
+			s.Start.UTC().Format(time.DateTime), now.Sub(*s.Start).Truncate(time.Second).String()})
+	}
+	_ = writeTable(env.stdout, rows)
+	skipped()
+
+	if o.dryRun {
+		fmt.Fprintf(env.stdout, "dry run: %d session(s) of app %s would be stopped; nothing was stopped\n", len(old), o.app)
+		return exitOK
+	}
+	if !o.yes {
+		if !isTerminal(env) {
+			return env.failf(exitDeclined, "not stopping %d session(s) of app %s: stdin is not a terminal, so there is no one to confirm; pass --yes to stop them without asking", len(old), o.app)
+		}
+		if !confirm(env, fmt.Sprintf("Stop these %d session(s) of app %s? This ends their calls.", len(old), o.app)) {
+			return env.failf(exitDeclined, "not confirmed: no session of app %s was stopped", o.app)
+		}
+	}
+
+	var stopped, gone, failed int
+	for i, s := range old {
+		if ctx.Err() != nil {
+			fmt.Fprintf(env.stdout, "app %s: %d stopped, %d already gone, %d failed; interrupted before the other %d\n",
+				o.app, stopped, gone, failed, len(old)-i)
+			return env.failf(exitFailed, "interrupted: %d of %d session(s) of app %s were not attempted", len(old)-i, len(old), o.app)
+		}
+		id := printable(s.ID, 128)
+		_, err := c.StopSession(ctx, s.ID)
+		var apiErr *client.APIError
+		switch {
+		case err == nil:
+			stopped++
+			fmt.Fprintf(env.stdout, "session %s: stopped\n", id)
+		case client.IsNotFound(err) && errors.As(err, &apiErr):
+			gone++
+			fmt.Fprintf(env.stdout, "session %s: already gone (the platform answered code %q: %s)\n", id, apiErr.Code, printable(apiErr.Message, 256))
+		default:
+			failed++
+			fmt.Fprintf(env.stdout, "session %s: failed: %s\n", id, describeError(err))
+		}
+	}
+	fmt.Fprintf(env.stdout, "app %s: %d stopped, %d already gone, %d failed\n", o.app, stopped, gone, failed)
+	if failed > 0 {
+		return env.failf(exitFailed, "%d of %d session(s) of app %s could not be stopped", failed, len(old), o.app)
+	}
+	return exitOK
+}
+
+// runStopAll implements `sessions stop --all`: it lists the app's sessions
+// to show how many there are, asks, and closes them all with one call of
+// distroyCallSessionsByAppId. The platform is called even when it lists no
+// session, since it may count sessions its list leaves out.
+func runStopAll(ctx context.Context, env *cli, o sessionsStopOptions) int {
+	c, pool, code := env.clientFor(o.app)
+	if code != exitOK {
+		return code
+	}
+	defer pool.Close()
+
+	sessions, err := c.Sessions(ctx)
+	if err != nil {
+		return env.failf(exitFailed, "listing the sessions of app %s: %s", o.app, describeError(err))
+	}
+	desc := fmt.Sprintf("app %s has %d active session(s)", o.app, len(sessions))
+	var oldest *time.Time
+	for _, s := range sessions {
+		if s.Start != nil && (oldest == nil || s.Start.Before(*oldest)) {
+			oldest = s.Start
+		}
+	}
+	if oldest != nil {
+		desc += fmt.Sprintf(", the oldest started %s UTC (%s ago)", oldest.UTC().Format(time.DateTime), time.Since(*oldest).Truncate(time.Second))
+	}
+	fmt.Fprintln(env.stdout, desc)
+
+	if o.dryRun {
+		fmt.Fprintf(env.stdout, "dry run: every session of app %s would be closed (%s); nothing was stopped\n", o.app, client.EndpointStopAll)
+		return exitOK
+	}
+	if !o.yes {
+		if !isTerminal(env) {
+			return env.failf(exitDeclined, "not closing the sessions of app %s: stdin is not a terminal, so there is no one to confirm; pass --yes to close them without asking", o.app)
+		}
+		if !confirm(env, fmt.Sprintf("Close every session of app %s (%d listed)? This ends all its calls.", o.app, len(sessions))) {
+			return env.failf(exitDeclined, "not confirmed: no session of app %s was stopped", o.app)
+		}
+	}
+
+	res, err := c.StopAllSessions(ctx)
+	if err != nil {
+		return env.failf(exitFailed, "closing every session of app %s: %s", o.app, describeError(err))
+	}
+	data := "null"
+	if len(res.Data) > 0 {
+		data = printable(jsonCompact(res.Data), 256)
+	}
+	fmt.Fprintf(env.stdout, "closed every session of app %s: the platform answered code %q, message %q, data %s\n",
+		o.app, printable(res.Code, 64), printable(res.Message, 256), data)
+	return exitOK
+}
