@@ -215,14 +215,43 @@ func TestPrometheusEndToEnd(t *testing.T) {
 				assert.Equal(t, app.Name, other.Labels["app"], "only %s is near its limit", app.Name)
 			}
 		}
-		// Its conversation holds more sessions than its maxConversation.
+		// Its conversation holds more sessions than its maxConversation,
+		// counted from the records that name it.
 		ca := p.waitForAlert("DuixConversationNearLimit", app.Name, "firing")
 		assert.Equal(t, conv, ca.Labels["conversation_id"])
+		assert.Equal(t, "sessions", ca.Labels["basis"])
 
 		for _, id := range started {
 			require.True(t, sim.EndSession(app.AppID, id))
 		}
 		p.waitForNoAlert("DuixConcurrencyNearLimit", app.Name)
+		p.waitForNoAlert("DuixConversationNearLimit", app.Name)
+	})
+
+	t.Run("conversation near-limit fires when records name no conversation", func(t *testing.T) {
+		p.t = t
+		app := apps[2] // museum-guide: one configured conversation, maxConversation 3
+		require.Equal(t, oneConversationApp, app.Name)
+		conv := app.Conversations[0]
+		require.Nil(t, p.findAlert("DuixConversationNearLimit", app.Name), "with conversation IDs: 1 of 3")
+		sim.SetSessionConversationIDs(false)
+		defer sim.SetSessionConversationIDs(true)
+		for sim.InUse(app.AppID) < 3 {
+			_, err := sim.StartSession(app.AppID, conv)
+			require.NoError(t, err)
+		}
+		p.waitFor("the unknown per-conversation count to be absent, not 0", func() (bool, string) {
+			v := p.query(`duix_conversation_active_sessions{app="` + app.Name + `"}`)
+			w := p.query(`duix_app_sessions_without_conversation{app="` + app.Name + `"} == 3`)
+			return len(v) == 0 && len(w) == 1, fmt.Sprint(v, w)
+		})
+		a := p.waitForAlert("DuixConversationNearLimit", app.Name, "firing")
+		assert.Equal(t, conv, a.Labels["conversation_id"])
+		assert.Equal(t, "app_in_use", a.Labels["basis"])
+		assert.Contains(t, a.Annotations["description"], "its 3 sessions in use are compared with the conversation's maxConversation of 3 (100%")
+		for _, s := range sim.Sessions(app.AppID) {
+			require.True(t, sim.EndSession(app.AppID, s.ID))
+		}
 		p.waitForNoAlert("DuixConversationNearLimit", app.Name)
 	})
 
@@ -270,6 +299,9 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	})
 }
 
+// oneConversationApp is configured with its first conversation only.
+const oneConversationApp = "museum-guide"
+
 // onEventOnly are the documented metrics whose series appear with an event
 // (a failed call, a session over the cap), not in a healthy steady state.
 var onEventOnly = map[string]bool{"duix_scrape_errors_total": true, "duix_app_sessions_untracked_total": true}
@@ -295,7 +327,11 @@ func writeExporterConfig(t *testing.T, dir, baseURL string, apps []simulator.Dem
 		key := filepath.Join(dir, a.Name+".key")
 		require.NoError(t, os.WriteFile(key, []byte(a.AppKey), 0o600))
 		fmt.Fprintf(&b, "  - name: %q\n    app_id: %q\n    app_key_file: %q\n    conversations:\n", a.Name, a.AppID, key)
-		for _, c := range a.Conversations {
+		convs := a.Conversations
+		if a.Name == oneConversationApp {
+			convs = convs[:1] // an app with exactly one configured conversation
+		}
+		for _, c := range convs {
 			fmt.Fprintf(&b, "      - %q\n", c)
 		}
 	}

@@ -96,7 +96,7 @@ func TestRulesFollowTheConventions(t *testing.T) {
 		assert.Equal(t, "https://github.com/duix-exporter/duix_exporter/blob/main/docs/runbooks.md#"+strings.ToLower(ru.Alert),
 			ru.Annotations["runbook_url"], "%s: runbook_url", ru.Alert)
 	}
-	assert.Equal(t, 7, records)
+	assert.Equal(t, 8, records)
 	assert.Equal(t, 10, alerts)
 }
 

@@ -66,10 +66,17 @@
             'Conversation {{ $labels.conversation_id }} of Duix app {{ $labels.app }} is close to its maxConversation.',
             [
               'Conversation {{ $labels.conversation_id }}{{- with ' + convQuery('duix_conversation_info') + ' }} ({{ . | first | label "name" }}){{ end }}',
+              '{{ if eq $labels.basis "app_in_use" -}}',
+              'of {{ $labels.app }} may be full: the session records of {{ $labels.app }} name no conversation, so its',
+              appValue('duix_app_concurrency_in_use') + ' sessions in use are compared with the conversation\'s maxConversation of',
+              '{{ with ' + convQuery('duix_conversation_max_concurrent') + ' }}{{ . | first | value }}{{ end }}',
+              '({{ $value | humanizePercentage }}; exact when the app has one configured conversation, an estimate from above when it has several).',
+              '{{- else -}}',
               'of {{ $labels.app }} uses {{ $value | humanizePercentage }} of its maxConversation',
               '({{ with ' + convQuery('duix_conversation_active_sessions') + ' }}{{ . | first | value }}{{ end }}',
               'of {{ with ' + convQuery('duix_conversation_max_concurrent') + ' }}{{ . | first | value }}{{ end }}',
               'sessions; it warns ' + nearLimitWhen + ').',
+              '{{- end }}',
             ],
           ),
           alert(

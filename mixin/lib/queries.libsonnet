@@ -16,6 +16,9 @@ function(c) {
     conversationMaxSum: 'app:duix_conversation_max_concurrent:sum',
     // duix_conversation_active_sessions / duix_conversation_max_concurrent.
     conversationUtilization: 'app_conversation_id:duix_conversation_active_sessions_per_max_concurrent:ratio',
+    // duix_app_concurrency_in_use / duix_conversation_max_concurrent, for
+    // apps whose session records name no conversation.
+    conversationUtilizationEstimate: 'app_conversation_id:duix_app_concurrency_in_use_per_conversation_max_concurrent:ratio',
     // increase(duix_app_session_seconds_total[1d]).
     sessionSeconds1d: 'app:duix_app_session_seconds:increase1d',
     // max_over_time(duix_app_concurrency_in_use[1d]).
@@ -44,9 +47,38 @@ function(c) {
   concurrencyNearLimit(sel)::
     nearLimit(self.record.utilization, 'duix_app_concurrency_limit', 'duix_app_concurrency_in_use', sel),
 
-  // Conversations near their maxConversation (value: the ratio in use).
+  // Conversations near their maxConversation (value: the ratio in use),
+  // with a basis label: "sessions" where the app's session records name
+  // their conversation (its own count), "app_in_use" where they do not
+  // (the count of each conversation is unknown; the app's concurrency in
+  // use is compared with each maxConversation: exact when the app has one
+  // conversation, an upper bound when it has several, so that the one with
+  // the smallest maxConversation warns first).
   conversationNearLimit(sel)::
-    nearLimit(self.record.conversationUtilization, 'duix_conversation_max_concurrent', 'duix_conversation_active_sessions', sel),
+    local rec = self.record;
+    |||
+    label_replace(
+      %(exact)s,
+      "basis", "sessions", "", ""
+    )
+    or
+    label_replace(
+      %(estimate)s{%(sel)s} >= %(r)s
+      or
+      (
+          %(estimate)s{%(sel)s} > 0
+        and
+          (duix_conversation_max_concurrent{%(sel)s} - ignoring (conversation_id) group_left () duix_app_concurrency_in_use{%(sel)s}) <= %(free)s
+      ),
+      "basis", "app_in_use", "", ""
+    )
+  ||| % {
+    exact: nearLimit(rec.conversationUtilization, 'duix_conversation_max_concurrent', 'duix_conversation_active_sessions', sel),
+    estimate: rec.conversationUtilizationEstimate,
+    sel: sel,
+    r: u.num(c.nearLimitRatio),
+    free: c.nearLimitMinFree,
+  },
 
   // The number in use from which an app is near its allowance.
   nearLimitLevel(sel)::
