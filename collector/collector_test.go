@@ -307,14 +307,25 @@ func TestDeadlineGivesUpZeroWithReasonTimeout(t *testing.T) {
 		appDef{"a", "app-a", "key-a", 5, nil},
 		appDef{"b", "app-b", "key-b", 5, nil},
 	)
-	// The platform never answers: only the scrape's own deadline ends it.
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	cfg := *e.cfg
+	cfg.API.Timeout = model.Duration(300 * time.Millisecond)
+	require.NoError(t, e.exp.Apply(&cfg))
+	// The platform never answers: the scrape gives up on its own deadline,
+	// for itself, and counts nothing.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	body := e.scrapeText(t, ctx)
 	assert.Contains(t, body, `duix_up{app="a"} 0`)
 	assert.Contains(t, body, `duix_up{app="b"} 0`)
-	// The requester that ran out of time was the flights' last: their two
-	// calls each count as a timeout.
+	assert.NotContains(t, body, "duix_scrape_errors_total")
+	// The calls go on until api.timeout, and count as timeouts then.
+	waitFor(t, "the calls to time out", func() bool {
+		st := e.exp.Statuses()
+		return strings.HasPrefix(st[0].LastError, "timeout") && strings.HasPrefix(st[1].LastError, "timeout")
+	})
+	done, stop := context.WithCancel(context.Background())
+	stop() // a scrape that calls nothing: what is known
+	body = e.scrapeText(t, done)
 	assert.Contains(t, body, `duix_scrape_errors_total{app="a",reason="timeout"} 2`)
 	assert.Contains(t, body, `duix_scrape_errors_total{app="b",reason="timeout"} 2`)
 }

@@ -2,7 +2,6 @@ package collector
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -22,12 +21,15 @@ import (
 //   - else waits for a share of api.max_concurrency and starts a flight.
 //
 // A flight runs on a context of its own, not on the context of the request
-// that started it: it lives as long as one of its requesters still waits
-// (each bounded by its own deadline, every call by api.timeout). A
-// requester that gives up leaves the flight without cancelling it for the
-// others. When the last one leaves, the flight is cancelled: if that
-// requester ran out of time, the calls still under way count as timeouts;
-// if it went away (the client disconnected), nothing is counted or kept.
+// that started it, and always runs to its end, each call bounded by
+// api.timeout. A requester that gives up (its deadline passed, or its
+// client went away) leaves it and reports the app down for itself alone;
+// the flight goes on for the others and for the requests after it, and
+// what it records and counts is the platform's own outcome. So no client,
+// however short its deadline, can make the exporter count an error, cancel
+// a call others wait for, or hand them an outcome that was not the
+// platform's. The cost: the calls of a flight nobody waits for any more
+// still finish, within api.max_concurrency.
 
 // conversationRetry bounds how soon a failed conversation refresh is retried.
 const conversationRetry = time.Minute
@@ -42,11 +44,7 @@ type flights struct {
 type flight struct {
 	st      *appState
 	res     *result
-	done    chan struct{} // closed when landed or abandoned
-	cancel  context.CancelFunc
-	waiters int  // requesters waiting for it
-	over    bool // landed or abandoned
-	landed  bool
+	done    chan struct{} // closed when landed
 	// Calls not yet returned.
 	concPending, sessPending bool
 	convPending              int
@@ -77,9 +75,9 @@ func (e *Exporter) fetchAll(ctx context.Context, apps []*appState, s settings) [
 		}
 		select {
 		case <-f.done:
-			results[i] = e.outcome(f, nil)
+			results[i] = f.res
 		case <-ctx.Done():
-			results[i] = e.outcome(f, ctx.Err())
+			// Left: reported down below, for this request only.
 		}
 	}
 	for i, r := range results {
@@ -132,7 +130,6 @@ func (e *Exporter) reuse(st *appState, arrived time.Time, s settings) (*result, 
 		}
 	}
 	if f := e.flights.m[st]; f != nil {
-		f.waiters++
 		e.shared.WithLabelValues("in_flight").Inc()
 		return nil, f
 	}
@@ -143,11 +140,11 @@ func (e *Exporter) reuse(st *appState, arrived time.Time, s settings) (*result, 
 // and releases them from s.sem when its calls are done; the caller, its
 // first requester, holds flights.mu.
 func (e *Exporter) start(st *appState, s settings, slots int64) *flight {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) // every call is bounded by api.timeout
 	due := e.due(st, s, true)
 	f := &flight{
-		st: st, res: &result{started: e.now(), begun: time.Now()}, done: make(chan struct{}), cancel: cancel,
-		waiters: 1, concPending: true, sessPending: true, convPending: len(due),
+		st: st, res: &result{started: e.now(), begun: time.Now()}, done: make(chan struct{}),
+		concPending: true, sessPending: true, convPending: len(due),
 	}
 	e.flights.m[st] = f
 
@@ -208,14 +205,11 @@ func (e *Exporter) start(st *appState, s settings, slots int64) *flight {
 	return f
 }
 
-// complete keeps the outcome of one call of f, unless f was abandoned, and
-// lands f after its last call.
+// complete keeps the outcome of one call of f, and lands f after its last
+// call.
 func (e *Exporter) complete(f *flight, keep func(*result), endpoint string, err error) {
 	e.flights.mu.Lock()
 	defer e.flights.mu.Unlock()
-	if f.over {
-		return // abandoned: the outcome of a cancelled call says nothing
-	}
 	if err != nil {
 		level.Debug(e.logger).Log("msg", "platform call failed", "app", f.st.name, "endpoint", endpoint, "reason", client.Reason(err), "err", err)
 	}
@@ -225,47 +219,7 @@ func (e *Exporter) complete(f *flight, keep func(*result), endpoint string, err 
 	}
 	f.res.duration = time.Since(f.res.begun)
 	f.st.record(f.res)
-	f.over, f.landed = true, true
 	e.end(f)
-}
-
-// outcome returns f's result for a requester: once f is done, its result;
-// when the requester's context ended first (err), the requester leaves f.
-// The last requester to leave abandons f: when it ran out of time, the
-// calls under way count as timeouts and the result is kept; otherwise
-// nothing is. A requester that left gets nil.
-func (e *Exporter) outcome(f *flight, err error) *result {
-	e.flights.mu.Lock()
-	defer e.flights.mu.Unlock()
-	if f.landed {
-		return f.res
-	}
-	if f.over || err == nil {
-		return nil
-	}
-	f.waiters--
-	if f.waiters > 0 {
-		return nil
-	}
-	f.over = true
-	f.cancel()
-	if errors.Is(err, context.DeadlineExceeded) {
-		r := f.res
-		r.duration = time.Since(r.begun)
-		timeout := func(endpoint string) error { return &client.TimeoutError{Endpoint: endpoint, Err: err} }
-		if f.concPending {
-			r.concErr = timeout(client.EndpointConcurrency)
-		}
-		if f.sessPending {
-			r.sessErr = timeout(client.EndpointSessions)
-		}
-		f.st.record(r)
-		f.st.countTimeouts(f.convPending)
-		e.end(f)
-		return r
-	}
-	e.end(f)
-	return nil
 }
 
 // end removes f from the flights under way; callers hold flights.mu.

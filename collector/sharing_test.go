@@ -116,19 +116,35 @@ func TestRequesterThatLeavesDoesNotCancelSharedCalls(t *testing.T) {
 	}
 }
 
-// When the last requester of a flight goes away, the calls are cancelled
-// and nothing is counted: the app was not at fault.
-func TestLastRequesterGoingAwayCountsNothing(t *testing.T) {
-	e := newGatedEnv(t, appDef{"a", "app-a", "key-a", 5, nil})
-	ctx, cancel := context.WithCancel(context.Background())
-	short := e.scrapeAsync(t, ctx)
-	waitFor(t, "the calls reach the platform", func() bool { return e.gate.arrived.Load() == 2 })
-	cancel()
-	receive(t, short)
-	e.gate.release()
-	body := e.scrapeText(t, context.Background())
-	assert.Contains(t, body, `duix_up{app="a"} 1`)
-	assert.NotContains(t, body, "duix_scrape_errors_total")
+// When the last requester of a flight leaves (its client went away, or its
+// deadline passed), the calls go on and what they record is the platform's
+// own outcome: a short deadline can neither count an error nor hand a later
+// request an outcome that was not the platform's.
+func TestLastRequesterLeavingCountsNothing(t *testing.T) {
+	for _, leave := range []string{"disconnect", "deadline"} {
+		t.Run(leave, func(t *testing.T) {
+			e := newGatedEnv(t, appDef{"a", "app-a", "key-a", 5, nil})
+			var (
+				ctx    context.Context
+				cancel context.CancelFunc
+			)
+			if leave == "disconnect" {
+				ctx, cancel = context.WithCancel(context.Background())
+			} else {
+				ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+			}
+			defer cancel()
+			short := e.scrapeAsync(t, ctx)
+			waitFor(t, "the calls reach the platform", func() bool { return e.gate.arrived.Load() == 2 })
+			cancel()
+			assert.Contains(t, receive(t, short), `duix_up{app="a"} 0`)
+			e.gate.release()
+			waitFor(t, "the calls to land", func() bool { return e.exp.Statuses()[0].Up })
+			body := e.scrapeText(t, context.Background())
+			assert.Contains(t, body, `duix_up{app="a"} 1`)
+			assert.NotContains(t, body, "duix_scrape_errors_total")
+		})
+	}
 }
 
 // Two probes of one app, the first with a shorter deadline: the second

@@ -204,13 +204,6 @@ func (st *appState) record(r *result) {
 	r.list = nil // observed once, however many requests share the result
 }
 
-// countTimeouts counts n calls that ran out of time.
-func (st *appState) countTimeouts(n int) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.errs[client.ReasonTimeout] += uint64(n)
-}
-
 func (st *appState) lastResult() *result {
 	st.mu.Lock()
 	defer st.mu.Unlock()
