@@ -42,9 +42,9 @@ type flights struct {
 
 // flight is one fetch of an app. Its fields are guarded by flights.mu.
 type flight struct {
-	st      *appState
-	res     *result
-	done    chan struct{} // closed when landed
+	st   *appState
+	res  *result
+	done chan struct{} // closed when landed
 	// Calls not yet returned.
 	concPending, sessPending bool
 	convPending              int
