@@ -3,7 +3,6 @@ package collector_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -435,12 +434,4 @@ func TestStatuses(t *testing.T) {
 	assert.Equal(t, int64(7), st[1].Limit)
 	assert.False(t, st[1].HasSessions)
 	assert.True(t, strings.HasPrefix(st[1].LastError, "http: "), st[1].LastError)
-}
-
-// readAll reads a response body for a test.
-func readAll(t *testing.T, r io.Reader) string {
-	t.Helper()
-	b, err := io.ReadAll(r)
-	require.NoError(t, err)
-	return string(b)
 }

@@ -77,7 +77,14 @@ func (e *Exporter) fetchAll(ctx context.Context, apps []*appState, s settings) [
 		case <-f.done:
 			results[i] = f.res
 		case <-ctx.Done():
-			// Left: reported down below, for this request only.
+			// Out of time: a flight already done is still used (select
+			// picks at random among ready cases); one still under way is
+			// left, and the app reported down below, for this request only.
+			select {
+			case <-f.done:
+				results[i] = f.res
+			default:
+			}
 		}
 	}
 	for i, r := range results {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -268,4 +269,22 @@ func setMaxConcurrency(t *testing.T, e *env, n int) {
 	cfg := *e.cfg
 	cfg.API.MaxConcurrency = n
 	require.NoError(t, e.exp.Apply(&cfg))
+}
+
+// A scrape that runs out of time waiting for one app still reports every
+// app whose calls were done, whatever the order it waits in.
+func TestOutOfTimeScrapeReportsTheAppsThatAnswered(t *testing.T) {
+	e := newEnv(t, appDef{"a-slow", "app-a", "key-a", 5, nil}, appDef{"b", "app-b", "key-b", 5, nil}, appDef{"c", "app-c", "key-c", 5, nil})
+	cfg := *e.cfg
+	cfg.API.Timeout = model.Duration(time.Second) // the held calls end with the test
+	require.NoError(t, e.exp.Apply(&cfg))
+	e.sim.SetLatency("app-a", "", time.Hour)
+	for range 20 {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		body := e.scrapeText(t, ctx)
+		cancel()
+		assert.Equal(t, 1, countValue(body, "duix_up", "0"), body)
+		assert.Contains(t, body, `duix_up{app="b"} 1`)
+		assert.Contains(t, body, `duix_up{app="c"} 1`)
+	}
 }

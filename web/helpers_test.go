@@ -95,7 +95,7 @@ func (s *server) do(t *testing.T, method, path string, header ...string) (int, s
 	req, err := http.NewRequest(method, s.url+path, nil)
 	require.NoError(t, err)
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
+		req.Header.Add(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/duix-exporter/duix_exporter/collector"
 )
@@ -48,12 +50,18 @@ var errTooShort = errors.New("scrape timeout too short: at least 100ms after --s
 // number of seconds in (0, 3600], or that leaves less than
 // MinScrapeTimeout, is refused.
 func scrapeTimeout(h http.Header, offset time.Duration) (time.Duration, error) {
-	v := h.Get(timeoutHeader)
-	if v == "" {
+	vs := h.Values(timeoutHeader)
+	if len(vs) == 0 || (len(vs) == 1 && vs[0] == "") {
 		return DefaultScrapeTimeout, nil
 	}
+	v := vs[0]
+	if len(vs) > 1 {
+		return 0, fmt.Errorf("invalid %s: give it once", timeoutHeader)
+	}
+	// Decimal seconds only: ParseFloat alone also takes "NaN", "Inf",
+	// "0x1p3" and "1_0".
 	secs, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(secs) || math.IsInf(secs, 0) || secs <= 0 || secs > MaxScrapeTimeout.Seconds() {
+	if !decimalSeconds.MatchString(v) || err != nil || math.IsNaN(secs) || math.IsInf(secs, 0) || secs <= 0 || secs > MaxScrapeTimeout.Seconds() {
 		return 0, fmt.Errorf("invalid %s %s: want a number of seconds greater than 0 and at most %g",
 			timeoutHeader, quoteBounded(v, 32), MaxScrapeTimeout.Seconds())
 	}
@@ -66,6 +74,9 @@ func scrapeTimeout(h http.Header, offset time.Duration) (time.Duration, error) {
 	}
 	return timeout, nil
 }
+
+// decimalSeconds is the syntax of the scrape-timeout header's value.
+var decimalSeconds = regexp.MustCompile(`^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$`)
 
 // quoteBounded quotes at most n bytes of s, escaping anything unprintable.
 func quoteBounded(s string, n int) string {
@@ -116,12 +127,15 @@ func (h *scrapeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
-	// A client that does not read the answer has until the scrape's
-	// deadline and the margin; then writes fail, this handler returns and
-	// its slot and buffers are freed, and the connection is closed.
-	deadline, _ := ctx.Deadline()
-	if err := http.NewResponseController(w).SetWriteDeadline(deadline.Add(h.margin)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		level.Warn(h.logger).Log("msg", "Cannot bound the time to write a scrape's answer", "err", err)
+	// A client that does not read the answer has the margin from the end of
+	// the gathering (not from its own deadline, which it chooses); then
+	// writes fail, this handler returns and its slot and buffers are freed,
+	// and the connection is closed.
+	rc := http.NewResponseController(w)
+	boundWrite := func() {
+		if err := rc.SetWriteDeadline(time.Now().Add(h.margin)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			level.Warn(h.logger).Log("msg", "Cannot bound the time to write a scrape's answer", "err", err)
+		}
 	}
 
 	reg := prometheus.NewRegistry()
@@ -136,10 +150,24 @@ func (h *scrapeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// process registry, which then include this scrape's calls.
 		g = prometheus.Gatherers{reg, h.process}
 	}
-	promhttp.HandlerFor(g, promhttp.HandlerOpts{
+	promhttp.HandlerFor(writeBound{g, boundWrite}, promhttp.HandlerOpts{
 		ErrorLog:      &promhttpLogger{l: h.logger},
 		ErrorHandling: promhttp.ContinueOnError,
 	}).ServeHTTP(w, r)
+}
+
+// writeBound is a Gatherer that bounds the time to write the answer once
+// it has gathered.
+type writeBound struct {
+	prometheus.Gatherer
+	bound func()
+}
+
+// Gather implements prometheus.Gatherer.
+func (w writeBound) Gather() ([]*dto.MetricFamily, error) {
+	mfs, err := w.Gatherer.Gather()
+	w.bound()
+	return mfs, err
 }
 
 // metricsApps picks every app.
