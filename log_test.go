@@ -72,13 +72,21 @@ func TestEveryLogLineHasTheSameLeadingKeys(t *testing.T) {
 			require.NoError(t, err)
 			_, err = conn.Write([]byte("not a TLS handshake\r\n\r\n"))
 			require.NoError(t, err)
-			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			// Wait for the server to give up on it (our deadline only
+			// bounds a server that does not).
+			_ = conn.SetReadDeadline(time.Now().Add(hangTimeout))
 			_, _ = conn.Read(make([]byte, 64))
 			conn.Close()
-			require.Eventually(t, func() bool { return strings.Contains(p.logs.String(), "TLS handshake error") }, 10*time.Second, 20*time.Millisecond)
+			require.Eventually(t, func() bool { return strings.Contains(p.logs.String(), "TLS handshake error") }, hangTimeout, 20*time.Millisecond)
 			require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-			require.NoError(t, <-p.done)
-			p.done <- nil
+			select {
+			case err := <-p.done:
+				p.done <- err
+				require.NoError(t, err)
+			case <-time.After(hangTimeout):
+				_ = p.cmd.Process.Kill()
+				t.Fatalf("still running %s after SIGTERM:\n%s", hangTimeout, p.logs)
+			}
 
 			out := p.logs.String()
 			for _, want := range []string{"Starting duix_exporter", "Listening on", "TLS handshake error", "Shutting down"} {

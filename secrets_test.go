@@ -131,12 +131,16 @@ func newSecretsEnv(t *testing.T) *secretsEnv {
 	return e
 }
 
+// apiTimeout is the configuration's api.timeout: far beyond what a call to
+// a healthy platform takes on a busy machine. Timeouts are tested with a
+// platform that takes an hour and a short scrape timeout.
+const apiTimeout = "  timeout: 1m\n"
+
 // config renders the configuration; extra is appended to the apps.
 func (e *secretsEnv) config(extra string) string {
 	return fmt.Sprintf(`api:
   base_url: %q
-  timeout: 1s
-apps:
+`+apiTimeout+`apps:
   - name: inline-key
     app_id: "2001"
     app_key: %s
@@ -178,9 +182,9 @@ func (e *secretsEnv) badConfigs() map[string]string {
 		"duplicate app_id":        e.config("  - name: again\n    app_id: \"2001\"\n    app_key: " + secInlineKey + "\n"),
 		"missing key file":        e.config("  - name: nofile\n    app_id: \"2009\"\n    app_key_file: no-such.key\n"),
 		"credentials in base_url": strings.Replace(good, "base_url: \"http://", "base_url: \"http://user:"+secBasicPass+"@", 1),
-		"bearer in http_client":   strings.Replace(good, "  timeout: 1s\n", "  timeout: 1s\n  http_client:\n    bearer_token: "+secHTTPBearer+"\n", 1),
-		"authorization header in http_client": strings.Replace(good, "  timeout: 1s\n",
-			"  timeout: 1s\n  http_client:\n    http_headers:\n      Authorization:\n        secrets: [\"Bearer "+secHTTPBearer+"\"]\n", 1),
+		"bearer in http_client":   strings.Replace(good, apiTimeout, apiTimeout+"  http_client:\n    bearer_token: "+secHTTPBearer+"\n", 1),
+		"authorization header in http_client": strings.Replace(good, apiTimeout,
+			apiTimeout+"  http_client:\n    http_headers:\n      Authorization:\n        secrets: [\"Bearer "+secHTTPBearer+"\"]\n", 1),
 		"bad indentation": strings.Replace(good, "    app_key: "+secInlineKey, "   app_key: "+secInlineKey, 1),
 		"tab":             strings.Replace(good, "    app_key: "+secInlineKey, "\tapp_key: "+secInlineKey, 1),
 	}
@@ -203,12 +207,19 @@ func runCmd(t *testing.T, tr *transcript, where string, args ...string) (int, st
 }
 
 // fetch GETs (or POSTs) a path of the running exporter and records the
-// answer, headers included.
+// answer, headers included. Its scrape timeout is far beyond what a scrape
+// of a healthy platform takes on a busy machine.
 func fetch(t *testing.T, tr *transcript, p *process, method, path string) (int, string) {
+	t.Helper()
+	return fetchWithin(t, tr, p, method, path, "60")
+}
+
+// fetchWithin is fetch with a scrape timeout of secs seconds.
+func fetchWithin(t *testing.T, tr *transcript, p *process, method, path, secs string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, p.url+path, nil)
 	require.NoError(t, err)
-	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "5")
+	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", secs)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err, path)
 	defer resp.Body.Close()
@@ -242,21 +253,29 @@ func TestSecretsNeverLeak(t *testing.T) {
 		assert.Contains(t, body, `duix_up{app="`+app+`"} 1`, "every credential works")
 	}
 	assert.Contains(t, body, `duix_up{app="refused-token"} 0`)
-	// Every fault; 429 last, since the exporter then stops calling for
-	// the Retry-After.
+	// The faults in time: a platform that answers in an hour, and a body
+	// that stalls for an hour, time out at the scrape's deadline whatever
+	// the machine's speed.
+	e.sim.SetLatency("", "", time.Hour)
+	_, body = fetchWithin(t, tr, p, http.MethodGet, "/metrics", "3")
+	assert.Contains(t, body, `duix_up{app="inline-key"} 0`, "timeout")
+	e.sim.ClearFaults()
+	e.sim.SetFault("", "", simulator.Fault{Kind: simulator.FaultSlowBody, Delay: time.Hour})
+	_, body = fetchWithin(t, tr, p, http.MethodGet, "/metrics", "3")
+	assert.Contains(t, body, `duix_up{app="inline-key"} 0`, "slow body")
+	fetchWithin(t, tr, p, http.MethodGet, "/probe?app=file-key", "3")
+	e.sim.ClearFaults()
+	// Every other fault, each answered at once; 429 last, since the
+	// exporter then stops calling for the Retry-After.
 	faults := []simulator.Fault{
 		{Kind: simulator.FaultHTTP500}, {Kind: simulator.FaultHTML502},
 		{Kind: simulator.FaultUnauthorized401}, {Kind: simulator.FaultForbidden403}, {Kind: simulator.FaultTruncatedJSON},
 		{Kind: simulator.FaultSuccessFalse}, {Kind: simulator.FaultNullData}, {Kind: simulator.FaultCodeAsNumber},
-		{Kind: simulator.FaultWrongTypes}, {Kind: simulator.FaultSlowBody, Delay: 200 * time.Millisecond},
+		{Kind: simulator.FaultWrongTypes},
 		{Kind: simulator.FaultOversizedBody, Bytes: 20 << 20}, {Kind: simulator.FaultResetConnection},
 		{Kind: simulator.FaultRateLimit429},
 	}
 	before := e.sim.Requests(simulator.EndpointConcurrency)
-	e.sim.SetLatency("", "", 3*time.Second) // beyond api.timeout
-	_, body = fetch(t, tr, p, http.MethodGet, "/metrics")
-	assert.Contains(t, body, `duix_up{app="inline-key"} 0`, "timeout")
-	e.sim.ClearFaults()
 	for _, f := range faults {
 		e.sim.SetFault("", "", f)
 		_, body := fetch(t, tr, p, http.MethodGet, "/metrics")
@@ -266,7 +285,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		fetch(t, tr, p, http.MethodGet, "/probe?app=file-key")
 		e.sim.ClearFaults()
 	}
-	assert.GreaterOrEqual(t, e.sim.Requests(simulator.EndpointConcurrency)-before, int64(5*(len(faults)+1)), "each fault reached the platform")
+	assert.GreaterOrEqual(t, e.sim.Requests(simulator.EndpointConcurrency)-before, int64(5*len(faults)), "each fault reached the platform")
 	for _, path := range []string{"/", "/-/healthy", "/-/ready", "/probe?app=inline-token", "/probe?app=no-such-app", "/probe", "/no-such-page"} {
 		fetch(t, tr, p, http.MethodGet, path)
 	}

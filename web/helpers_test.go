@@ -2,11 +2,14 @@ package web
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -23,8 +26,15 @@ import (
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
+// hangTimeout bounds the waits of these tests. It only detects a hang: CI
+// machines are shared and busy, so no test asserts how fast something
+// happens, only that it does.
+const hangTimeout = time.Minute
+
 // platform is a demo simulator on loopback (no churn: sessions change only
-// when a test changes them) with an exporter configuration for it.
+// when a test changes them) with an exporter configuration for it, whose
+// api.timeout is hangTimeout: a call to a healthy platform never runs out
+// of time, however busy the machine.
 type platform struct {
 	sim    *simulator.Simulator
 	apps   map[string]simulator.DemoApp
@@ -40,6 +50,12 @@ func startPlatform(t *testing.T) *platform {
 	t.Cleanup(closeSim)
 	p := &platform{sim: sim, apps: map[string]simulator.DemoApp{}, base: base, config: filepath.Join(t.TempDir(), "duix.yml")}
 	require.NoError(t, demo.WriteConfig(p.config, base, apps))
+	cfg, err := os.ReadFile(p.config)
+	require.NoError(t, err)
+	const demoTimeout = "\n  timeout: 5s\n"
+	require.Contains(t, string(cfg), demoTimeout)
+	cfg = []byte(strings.Replace(string(cfg), demoTimeout, "\n  timeout: "+model.Duration(hangTimeout).String()+"\n", 1))
+	require.NoError(t, os.WriteFile(p.config, cfg, 0o600))
 	for _, a := range apps {
 		p.apps[a.Name] = a
 	}
@@ -59,6 +75,13 @@ type server struct {
 // serve starts the endpoints with o (Name, TelemetryPath and Logger filled
 // in when unset) for the configuration at configFile.
 func serve(t *testing.T, configFile string, o Options) *server {
+	t.Helper()
+	return serveOn(t, configFile, o, nil)
+}
+
+// serveOn is serve with the server's listener wrapped by wrap (nil: as it
+// is).
+func serveOn(t *testing.T, configFile string, o Options, wrap func(net.Listener) net.Listener) *server {
 	t.Helper()
 	logs := &syncbuf.Buffer{}
 	logger, slogger, err := logging.New(logs, "debug", "logfmt")
@@ -83,6 +106,9 @@ func serve(t *testing.T, configFile string, o Options) *server {
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config = NewServer(h, slogger)
+	if wrap != nil {
+		srv.Listener = wrap(srv.Listener)
+	}
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return &server{url: srv.URL, exp: exp, logs: logs}

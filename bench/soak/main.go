@@ -179,24 +179,24 @@ func run(ctx context.Context, o options) (bool, error) {
 		return false, err
 	}
 
-	runCtx, cancel := context.WithTimeout(ctx, o.duration)
-	defer cancel()
+	// The run lasts -duration, and until the samples under load are all
+	// taken: on a busy machine a sample may take long, and delays the
+	// next ones, never the other way round.
+	runCtx, endRun := context.WithCancel(ctx)
+	defer endRun()
 	var (
 		wg      sync.WaitGroup
 		middle  sampleT
 		midErr  error
 		samples []sampleT // every tenth of the run, under load
+		sampled = make(chan struct{})
 	)
-	wg.Add(1)
+	began := time.Now()
 	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(o.duration / 10)
-		defer tick.Stop()
+		defer close(sampled)
 		for i := 1; i < 10; i++ {
-			select {
-			case <-tick.C:
-			case <-runCtx.Done():
-				midErr = errors.New("stopped before the end")
+			if !sleepUntil(ctx, began.Add(time.Duration(i)*o.duration/10)) {
+				midErr = ctx.Err()
 				return
 			}
 			smp, err := s.sample(ctx, exp)
@@ -210,15 +210,20 @@ func run(ctx context.Context, o options) (bool, error) {
 			}
 		}
 	}()
-	began := time.Now()
+	go func() {
+		sleepUntil(ctx, began.Add(o.duration))
+		<-sampled
+		endRun()
+	}()
 	for i := range uint64(o.scrapers) { // #nosec G115 -- checked positive above
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.scraper(runCtx, i)
+			s.scraper(runCtx, ctx, i)
 		}()
 	}
 	wg.Wait()
+	<-sampled
 	elapsed := time.Since(began)
 	if ctx.Err() != nil {
 		return false, ctx.Err()
@@ -227,14 +232,47 @@ func run(ctx context.Context, o options) (bool, error) {
 		return false, midErr
 	}
 	// At rest: the scrapers' connections are closed and the exporter's
-	// handlers have returned.
+	// handlers return. How long that takes depends on the machine's
+	// speed: the goroutines are sampled until they are within the bar,
+	// for up to atRest (then the last sample counts).
 	s.client.CloseIdleConnections()
-	time.Sleep(2 * time.Second)
-	end, err := s.sample(ctx, exp)
-	if err != nil {
-		return false, err
+	var end sampleT
+	for waited := time.Duration(0); ; waited += time.Second {
+		if !sleepUntil(ctx, time.Now().Add(time.Second)) {
+			return false, ctx.Err()
+		}
+		if end, err = s.sample(ctx, exp); err != nil {
+			return false, err
+		}
+		if end.goroutines <= s.goroutineBar(start) || waited >= atRest {
+			break
+		}
 	}
 	return s.report(os.Stdout, elapsed, start, middle, end, samples, sim), nil
+}
+
+// atRest bounds the wait for the exporter to come to rest after the run:
+// far beyond what a busy machine needs.
+const atRest = 30 * time.Second
+
+// sleepUntil waits until t, or until ctx ends; it reports whether t came.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// goroutineBar is the most goroutines the exporter may have at rest after
+// the run, given those at rest before it. At rest, each idle connection to
+// the platform holds 2 goroutines; their number moves between 0 and
+// api.max_concurrency.
+func (s *soak) goroutineBar(start sampleT) float64 {
+	return start.goroutines + float64(s.o.maxGoroutineGrowth+2*maxConcurrency)
 }
 
 // maxConcurrency is api.max_concurrency of the soak's configuration (the
@@ -274,7 +312,7 @@ func startExporter(ctx context.Context, binary, cfgPath string, scrapers int) (*
 		return nil, err
 	}
 	go func() { e.done <- e.cmd.Wait() }()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		select {
 		case err := <-e.done:
@@ -291,7 +329,7 @@ func startExporter(ctx context.Context, binary, cfgPath string, scrapers int) (*
 		time.Sleep(50 * time.Millisecond)
 	}
 	e.stop()
-	return nil, fmt.Errorf("the exporter was not ready within 15 s:\n%s", e.logs.String())
+	return nil, fmt.Errorf("the exporter was not ready within a minute:\n%s", e.logs.String())
 }
 
 func (e *exporter) stop() {
@@ -418,9 +456,12 @@ func (s *soak) fail(msg string) {
 	s.firstFailure.CompareAndSwap(nil, &msg)
 }
 
-func (s *soak) scraper(ctx context.Context, seed uint64) {
+// scraper scrapes until run ends; the scrape in flight then is finished
+// and counted, so that every scraper makes at least one, however slow the
+// machine. Only the end of ctx (a signal) cuts a scrape short.
+func (s *soak) scraper(run, ctx context.Context, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7)) // #nosec G404 -- load pattern, not a secret
-	for ctx.Err() == nil {
+	for first := true; first || run.Err() == nil; first = false {
 		var (
 			path   = "/metrics"
 			lat    = &s.metricsLat
@@ -432,7 +473,7 @@ func (s *soak) scraper(ctx context.Context, seed uint64) {
 		}
 		r := s.scrape(ctx, path, lat)
 		if ctx.Err() != nil {
-			return // cut short by the end of the run: not counted
+			return // cut short by a signal: not counted
 		}
 		s.scrapes.Add(1)
 		if r.err != nil {
@@ -565,9 +606,7 @@ func (s *soak) report(w io.Writer, elapsed time.Duration, start, middle, end sam
 	bar(n >= int64(o.scrapers), "scrapes made: %d (at least one per scraper)", n)
 	bar(s.failed.Load() == 0, "failed scrapes of healthy apps: %d (bar: 0)", s.failed.Load())
 	bar(s.faultyUp.Load() == 0, "failing apps reported up: %d (bar: 0)", s.faultyUp.Load())
-	// At rest, each idle connection to the platform holds 2 goroutines;
-	// their number moves between 0 and api.max_concurrency.
-	grBar := start.goroutines + float64(o.maxGoroutineGrowth+2*maxConcurrency)
+	grBar := s.goroutineBar(start)
 	bar(end.goroutines <= grBar, "goroutines at rest: %.0f after, %.0f before (bar: at most %.0f: +%d, +2 per idle connection to the platform, at most %d of them)",
 		end.goroutines, start.goroutines, grBar, o.maxGoroutineGrowth, maxConcurrency)
 	rssBar := int64(float64(firstRSS)*o.maxRSSGrowth) + 8<<20
