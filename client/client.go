@@ -195,7 +195,7 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, deco
 		return env, &DecodeError{Endpoint: endpoint, Err: fmt.Errorf("%w (%d bytes, Content-Length %d)", ErrBodyTooLarge, maxBytes, resp.ContentLength)}
 	}
 
-	env, err = decodeEnvelope(body, decode)
+	env, err = decodeEnvelope(body, decode, c.secrets(token))
 	if err != nil {
 		if cerr, ok := isCallbackError(err); ok {
 			return env, cerr
@@ -269,13 +269,18 @@ const wholeBody = 64 << 10
 // handing data to decode. Member names match case-insensitively, as
 // encoding/json matches struct fields, and the last occurrence of a member
 // wins.
-func decodeEnvelope(r io.Reader, decode dataFunc) (env envelope, err error) {
+//
+// A body read whole has every form of the secrets replaced before it is
+// decoded, so that an upstream that puts a credential it received into its
+// answer (a name, a message, a session record) cannot have it exported,
+// printed or logged.
+func decodeEnvelope(r io.Reader, decode dataFunc, secrets []string) (env envelope, err error) {
 	head, err := io.ReadAll(io.LimitReader(r, wholeBody+1))
 	if err != nil {
 		return env, err
 	}
 	if len(head) <= wholeBody {
-		return decodeWhole(head, decode)
+		return decodeWhole(redactAll(head, secrets), decode)
 	}
 	return decodeStream(io.MultiReader(bytes.NewReader(head), r), decode)
 }
@@ -523,11 +528,16 @@ const errorBodyBytes = 64 << 10
 // clean passes upstream text through the package's one redaction and
 // truncation path, hiding token and every other credential of the client.
 func (c *Client) clean(text []byte, more bool, token string) string {
+	return clean(text, more, c.secrets(token))
+}
+
+// secrets lists every credential a request with token sends.
+func (c *Client) secrets(token string) []string {
 	secrets := append([]string{token}, c.t.Secrets...)
 	if k, ok := c.tokens.(keyed); ok {
 		secrets = append(secrets, k.signingKey())
 	}
-	return clean(text, more, secrets)
+	return secrets
 }
 
 // transportError classifies an error from sending a request or reading its

@@ -197,13 +197,13 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		n := 0
 		env, err := decodeEnvelope(bytes.NewReader(body), func(dec *json.Decoder) error {
 			return DecodeSessionList(dec, SessionOptions{}, func(Session) error { n++; return nil })
-		})
+		}, nil)
 		if err == io.EOF {
 			t.Fatalf("io.EOF escaped: an empty or cut body must be an error of its own: %q", body)
 		}
 		// The same body with the data skipped: the envelope must read the
 		// same whatever the data decoder.
-		env2, err2 := decodeEnvelope(bytes.NewReader(body), nil)
+		env2, err2 := decodeEnvelope(bytes.NewReader(body), nil, nil)
 		// Bodies over wholeBody stream: both ways read the same.
 		env3, err3 := decodeStream(bytes.NewReader(body), func(dec *json.Decoder) error {
 			return DecodeSessionList(dec, SessionOptions{}, func(Session) error { return nil })

@@ -20,7 +20,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "duix_api_requests_total",
-			Help: "Requests made to the platform API, by endpoint and HTTP status code (\"error\" when no response arrived).",
+			Help: "Requests made to the platform API, by endpoint and HTTP status code (\"error\" when no response arrived; a status outside the common ones as its class, such as \"5xx\", or \"other\").",
 		}, []string{"endpoint", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "duix_api_request_duration_seconds",
@@ -52,6 +52,27 @@ func (m *Metrics) observe(endpoint, code string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(endpoint, code).Inc()
+	m.requests.WithLabelValues(endpoint, boundedCode(code)).Inc()
 	m.duration.WithLabelValues(endpoint).Observe(d.Seconds())
+}
+
+// commonCodes are the statuses kept as they are in duix_api_requests_total;
+// any other is counted by its class, so that an upstream sending odd
+// statuses cannot create series without bound.
+var commonCodes = map[string]bool{
+	"200": true, "204": true, "301": true, "302": true, "304": true, "307": true, "308": true,
+	"400": true, "401": true, "403": true, "404": true, "405": true, "408": true, "413": true, "429": true,
+	"500": true, "501": true, "502": true, "503": true, "504": true,
+}
+
+// boundedCode is the code label of a request: the status when common,
+// else its class (1xx to 5xx), else "other".
+func boundedCode(code string) string {
+	switch {
+	case code == "error" || commonCodes[code]:
+		return code
+	case len(code) == 3 && code[0] >= '1' && code[0] <= '5':
+		return code[:1] + "xx"
+	}
+	return "other"
 }

@@ -1,9 +1,11 @@
 package client
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -32,13 +34,30 @@ func secretForms(secret string) []string {
 	if secret == "" {
 		return nil
 	}
-	forms := []string{secret}
-	if s := strings.ReplaceAll(secret, "/", `\/`); s != secret {
-		forms = append(forms, s)
+	var forms []string
+	add := func(f string) {
+		if f != "" && !slices.Contains(forms, f) {
+			forms = append(forms, f)
+		}
 	}
-	if b, err := json.Marshal(secret); err == nil {
-		if s := string(b[1 : len(b)-1]); s != secret {
-			forms = append(forms, s)
+	// Whole, and each part of a JWT (a body may name the signature alone;
+	// the header and payload of a minted token are no secret, but long
+	// parts are redacted all the same).
+	parts := []string{secret}
+	if p := strings.Split(secret, "."); len(p) == 3 {
+		for _, part := range p {
+			if len(part) >= 16 {
+				parts = append(parts, part)
+			}
+		}
+	}
+	for _, part := range parts {
+		add(part)
+		add(strings.ReplaceAll(part, "/", `\/`))
+		if b, err := json.Marshal(part); err == nil {
+			j := string(b[1 : len(b)-1])
+			add(j)
+			add(strings.ReplaceAll(j, "/", `\/`)) // both escapes at once
 		}
 	}
 	return forms
@@ -103,4 +122,17 @@ func cut(s string, n int) string {
 		i--
 	}
 	return s[:i] + "..."
+}
+
+// redactAll replaces every form of every secret in b with the redaction
+// mark (plain text, valid inside a JSON string).
+func redactAll(b []byte, secrets []string) []byte {
+	for _, secret := range secrets {
+		for _, f := range secretForms(secret) {
+			if bytes.Contains(b, []byte(f)) {
+				b = bytes.ReplaceAll(b, []byte(f), []byte(redacted))
+			}
+		}
+	}
+	return b
 }

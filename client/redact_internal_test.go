@@ -1,10 +1,12 @@
 package client
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestCleanHidesEchoedCredentialsItDoesNotKnow(t *testing.T) {
@@ -46,4 +48,26 @@ func TestCutKeepsRunesWhole(t *testing.T) {
 	assert.Equal(t, "ab...", cut("abé", 3))
 	assert.Equal(t, "abé", cut("abé", 4))
 	assert.Equal(t, "", cut("", 3))
+}
+
+// Escapes combined (a slash escaped as \/ and & as \u0026 in one JSON
+// text), and a JWT's signature named alone, are redacted too.
+func TestCleanRedactsEveryForm(t *testing.T) {
+	static := "Tok/en&S3cretTail987"
+	got := clean([]byte(`{"message":"Authorization: Bearer Tok\/en\u0026S3cretTail987"}`), false, []string{static})
+	assert.NotContains(t, got, "S3cretTail987")
+	jwt := "eyJhbGciOiJIUzI1NiJ9.eyJhcHBJZCI6IjEyMyJ9.S1gnatureS1gnatureS1gnature_-x"
+	got = clean([]byte("bad signature S1gnatureS1gnatureS1gnature_-x"), false, []string{jwt})
+	assert.NotContains(t, got, "S1gnature")
+}
+
+// An upstream that puts the token it received into a successful answer
+// cannot have it exported or printed: the body is redacted before decoding.
+func TestSuccessfulAnswersAreRedacted(t *testing.T) {
+	token := "STATIC-T0KEN-abcdef123456/x"
+	body := `{"code":"200","success":true,"data":{"cropId":"corp STATIC-T0KEN-abcdef123456\/x"}}`
+	var c Concurrency
+	_, err := decodeEnvelope(strings.NewReader(body), func(dec *json.Decoder) error { return dec.Decode(&c) }, []string{token})
+	require.NoError(t, err)
+	assert.Equal(t, "corp <redacted>", c.CropID)
 }

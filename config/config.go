@@ -5,6 +5,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -159,7 +160,7 @@ func (a App) UsesKey() bool {
 // symbolic links are followed: a configuration linked from elsewhere
 // finds its key files beside the real file.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path) // #nosec G304 -- the operator names the configuration file
+	data, err := readConfigFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
 	}
@@ -515,6 +516,29 @@ func OpenSecretFile(path string) (*os.File, os.FileInfo, error) {
 	return f, st, nil
 }
 
+// MaxConfigFileBytes bounds the configuration file.
+const MaxConfigFileBytes = 16 << 20
+
+// readConfigFile reads the configuration file as carefully as a secret
+// file: a regular file only (a FIFO swapped in cannot block a reload, nor
+// /dev/zero fill the memory), opened without blocking, at most
+// MaxConfigFileBytes.
+func readConfigFile(path string) ([]byte, error) {
+	f, _, err := OpenSecretFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxConfigFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxConfigFileBytes {
+		return nil, fmt.Errorf("%q is larger than %d bytes", path, MaxConfigFileBytes)
+	}
+	return b, nil
+}
+
 // yamlTypeNames turns the names of the internal decoding types in YAML
 // errors into the names of the configuration sections.
 var yamlTypeNames = strings.NewReplacer(
@@ -535,20 +559,25 @@ func locateError(where string, err error) error {
 	if _, ok := err.(*yaml.TypeError); ok {
 		return err
 	}
-	return fmt.Errorf("%s: %w", where, err)
+	// A value that failed to parse (a duration, say) is never echoed: a
+	// secret pasted in the wrong place would be printed.
+	return fmt.Errorf("%s: %s", where, quotedValue.ReplaceAllString(err.Error(), ""))
 }
+
+// quotedValue matches a value quoted in an error of a field's decoder.
+var quotedValue = regexp.MustCompile(`:? ?"(?:[^"\\]|\\.)*"`)
 
 // yamlValue matches the value a YAML type error quotes (its first
 // characters): what failed to parse is never echoed, the line number
 // locates it.
-var yamlValue = regexp.MustCompile(" `[^`]*`")
+var yamlValue = regexp.MustCompile("(cannot unmarshal \\S+) .* (into )")
 
 func yamlError(err error) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
 		msgs := make([]string, len(te.Errors))
 		for i, m := range te.Errors {
-			msgs[i] = yamlTypeNames.Replace(yamlValue.ReplaceAllString(m, ""))
+			msgs[i] = yamlTypeNames.Replace(yamlValue.ReplaceAllString(m, "$1 $2"))
 		}
 		return fmt.Errorf("parsing YAML: %s", strings.Join(msgs, "; "))
 	}

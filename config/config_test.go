@@ -306,7 +306,7 @@ func TestInvalidConfigs(t *testing.T) {
 		{"invalid-proxy-url-password-with-hash.yml", "api.http_client.proxy_url: must be scheme://[user:password@]host[:port], without path, query or fragment"},
 		{"invalid-proxy-url-query-token.yml", "api.http_client.proxy_url: must be scheme://[user:password@]host[:port], without path, query or fragment"},
 		{"invalid-proxy-url-fragment.yml", "api.http_client.proxy_url: must be scheme://[user:password@]host[:port], without path, query or fragment"},
-		{"invalid-negative-timeout.yml", `api: not a valid duration string: "-5s"`},
+		{"invalid-negative-timeout.yml", "api: not a valid duration string"},
 		{"invalid-zero-timeout.yml", "api.timeout: must be greater than 0"},
 		{"invalid-zero-conversation-refresh.yml", "api.conversation_refresh: must be greater than 0"},
 		{"invalid-max-concurrency-zero.yml", "api.max_concurrency: must be between 1 and 4096, got 0"},
@@ -345,6 +345,23 @@ func TestInvalidConfigs(t *testing.T) {
 	require.NoError(t, err)
 	for _, f := range files {
 		assert.True(t, listed[filepath.Base(f)], "%s is not tested", f)
+	}
+}
+
+// TestConfigFileReadCarefully: a configuration file swapped for a FIFO
+// or a device is refused at once, never read without bound or blocked on.
+func TestConfigFileReadCarefully(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yml")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	zero := filepath.Join(dir, "zero.yml")
+	require.NoError(t, os.Symlink("/dev/zero", zero))
+	big := filepath.Join(dir, "big.yml")
+	require.NoError(t, os.WriteFile(big, make([]byte, MaxConfigFileBytes+1), 0o600))
+	for _, path := range []string{fifo, zero, big, dir} {
+		_, err := Load(path)
+		require.Error(t, err, path)
+		assert.Contains(t, err.Error(), "reading config file", path)
 	}
 }
 
@@ -412,7 +429,19 @@ func TestInvalidInline(t *testing.T) {
 		{
 			"bad duration in app",
 			"apps: [{name: a, app_id: '1', app_key: SECRET, token_ttl: soon}]",
-			`app "a": not a valid duration string: "soon"`,
+			`app "a": not a valid duration string`,
+		},
+		{
+			// A secret pasted as a duration is not echoed.
+			"secret as a duration",
+			"apps: [{name: a, app_id: '1', app_key: x, token_ttl: eyJSECRET.eyJSECRET.SECRETSIG}]",
+			`app "a": not a valid duration string`,
+		},
+		{
+			// A YAML type error quotes the value, backticks included.
+			"secret with a backtick in a list of strings",
+			"apps: [{name: a, app_id: '1', token: t, conversations: 'a`bcdSECRET7'}]",
+			"cannot unmarshal !!str into []string",
 		},
 		{
 			"conversation with white space",
