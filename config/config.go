@@ -570,7 +570,7 @@ var quotedValue = regexp.MustCompile(`:? ?"(?:[^"\\]|\\.)*"`)
 // yamlValue matches the value a YAML type error quotes (its first
 // characters): what failed to parse is never echoed, the line number
 // locates it.
-var yamlValue = regexp.MustCompile("(cannot unmarshal \\S+) .* (into )")
+var yamlValue = regexp.MustCompile(`(cannot unmarshal \S+) .* (into )`)
 
 func yamlError(err error) error {
 	var te *yaml.TypeError

@@ -162,7 +162,7 @@ func startPlatform(ctx context.Context, bin, dir string, o options, apps, conver
 	if bytes.Equal(withC, b) {
 		return nil, errors.New("the configuration written by the simulator has no api section")
 	}
-	if err := os.WriteFile(cfg, withC, 0o600); err != nil {
+	if err := os.WriteFile(cfg, withC, 0o600); err != nil { // #nosec G703 -- a file in our own temporary directory
 		return nil, err
 	}
 
