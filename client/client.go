@@ -66,6 +66,10 @@ type Client struct {
 
 	mu         sync.Mutex
 	retryAfter time.Time
+	// forms caches the forms of the credentials of the last token, for
+	// redacting answers: the token changes once in its lifetime.
+	formsToken string
+	forms      []string
 }
 
 // New returns a client for appID using tokens from ts.
@@ -195,7 +199,7 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, deco
 		return env, &DecodeError{Endpoint: endpoint, Err: fmt.Errorf("%w (%d bytes, Content-Length %d)", ErrBodyTooLarge, maxBytes, resp.ContentLength)}
 	}
 
-	env, err = decodeEnvelope(body, decode, c.secrets(token))
+	env, err = decodeEnvelope(body, decode, c.secretForms(token))
 	if err != nil {
 		if cerr, ok := isCallbackError(err); ok {
 			return env, cerr
@@ -274,13 +278,13 @@ const wholeBody = 64 << 10
 // decoded, so that an upstream that puts a credential it received into its
 // answer (a name, a message, a session record) cannot have it exported,
 // printed or logged.
-func decodeEnvelope(r io.Reader, decode dataFunc, secrets []string) (env envelope, err error) {
+func decodeEnvelope(r io.Reader, decode dataFunc, forms []string) (env envelope, err error) {
 	head, err := io.ReadAll(io.LimitReader(r, wholeBody+1))
 	if err != nil {
 		return env, err
 	}
 	if len(head) <= wholeBody {
-		return decodeWhole(redactAll(head, secrets), decode)
+		return decodeWhole(redactAll(head, forms), decode)
 	}
 	return decodeStream(io.MultiReader(bytes.NewReader(head), r), decode)
 }
@@ -529,6 +533,21 @@ const errorBodyBytes = 64 << 10
 // truncation path, hiding token and every other credential of the client.
 func (c *Client) clean(text []byte, more bool, token string) string {
 	return clean(text, more, c.secrets(token))
+}
+
+// secretForms lists every form of every credential a request with token
+// sends, computed once per token.
+func (c *Client) secretForms(token string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.forms == nil || c.formsToken != token {
+		var forms []string // a new slice: callers may still read the old one
+		for _, s := range c.secrets(token) {
+			forms = append(forms, secretForms(s)...)
+		}
+		c.forms, c.formsToken = forms, token
+	}
+	return c.forms
 }
 
 // secrets lists every credential a request with token sends.

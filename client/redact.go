@@ -124,14 +124,12 @@ func cut(s string, n int) string {
 	return s[:i] + "..."
 }
 
-// redactAll replaces every form of every secret in b with the redaction
-// mark (plain text, valid inside a JSON string).
-func redactAll(b []byte, secrets []string) []byte {
-	for _, secret := range secrets {
-		for _, f := range secretForms(secret) {
-			if bytes.Contains(b, []byte(f)) {
-				b = bytes.ReplaceAll(b, []byte(f), []byte(redacted))
-			}
+// redactAll replaces every one of forms (of secrets: see secretForms) in b
+// with the redaction mark (plain text, valid inside a JSON string).
+func redactAll(b []byte, forms []string) []byte {
+	for _, f := range forms {
+		if bytes.Contains(b, []byte(f)) {
+			b = bytes.ReplaceAll(b, []byte(f), []byte(redacted))
 		}
 	}
 	return b
