@@ -125,8 +125,16 @@ func (c *Code) UnmarshalJSON(b []byte) error {
 // dataFunc decodes the data member from dec, which is positioned at its value.
 type dataFunc func(dec *json.Decoder) error
 
+// data says what to do with an answer's data member: decode it into into
+// (a pointer; in the same pass as the envelope when the answer is read
+// whole), or else hand it to stream.
+type data struct {
+	into   any
+	stream dataFunc
+}
+
 // do performs one GET and decodes the envelope, handing data to decode.
-func (c *Client) do(ctx context.Context, endpoint string, query url.Values, decode dataFunc) (env envelope, err error) {
+func (c *Client) do(ctx context.Context, endpoint string, query url.Values, d data) (env envelope, err error) {
 	if until := c.RetryAfter(); !until.IsZero() {
 		return env, &RateLimitedError{Endpoint: endpoint, Until: until}
 	}
@@ -199,7 +207,7 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, deco
 		return env, &DecodeError{Endpoint: endpoint, Err: fmt.Errorf("%w (%d bytes, Content-Length %d)", ErrBodyTooLarge, maxBytes, resp.ContentLength)}
 	}
 
-	env, err = decodeEnvelope(body, decode, c.secretForms(token))
+	env, err = decodeEnvelope(body, d, c.secretForms(token))
 	if err != nil {
 		if cerr, ok := isCallbackError(err); ok {
 			return env, cerr
@@ -278,44 +286,64 @@ const wholeBody = 64 << 10
 // decoded, so that an upstream that puts a credential it received into its
 // answer (a name, a message, a session record) cannot have it exported,
 // printed or logged.
-func decodeEnvelope(r io.Reader, decode dataFunc, forms []string) (env envelope, err error) {
+func decodeEnvelope(r io.Reader, d data, forms []string) (env envelope, err error) {
 	head, err := io.ReadAll(io.LimitReader(r, wholeBody+1))
 	if err != nil {
 		return env, err
 	}
 	if len(head) <= wholeBody {
-		return decodeWhole(redactAll(head, forms), decode)
+		return decodeWhole(redactAll(head, forms), d)
+	}
+	decode := d.stream
+	if d.into != nil {
+		decode = func(dec *json.Decoder) error { return dec.Decode(d.into) }
 	}
 	return decodeStream(io.MultiReader(bytes.NewReader(head), r), decode)
 }
 
 // decodeWhole decodes a body held in memory in one pass. Like decodeStream,
 // it reads the first JSON value and ignores what follows it.
-func decodeWhole(b []byte, decode dataFunc) (env envelope, err error) {
+func decodeWhole(b []byte, d data) (env envelope, _ error) {
 	if t := bytes.TrimSpace(b); len(t) == 0 {
 		return env, io.ErrUnexpectedEOF
 	} else if t[0] != '{' {
 		return env, errors.New("the answer is not a JSON object")
 	}
-	var w struct {
-		Code    Code            `json:"code"`
-		Message looseString     `json:"message"`
-		Msg     looseString     `json:"msg"`
-		Success flag            `json:"success"`
-		Data    json.RawMessage `json:"data"`
+	// Into the caller's value directly, in this one pass; else kept raw
+	// for the caller's stream (null included).
+	var (
+		w   envelopeHead
+		raw json.RawMessage
+		err error
+	)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if d.into != nil {
+		err = dec.Decode(&struct {
+			*envelopeHead
+			Data any `json:"data"`
+		}{&w, d.into})
+	} else {
+		v := struct {
+			*envelopeHead
+			Data *json.RawMessage `json:"data"`
+		}{&w, &raw}
+		err = dec.Decode(&v)
+		if v.Data == nil { // null sets the pointer to nil
+			raw = json.RawMessage("null")
+		}
 	}
-	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&w); err != nil {
+	if err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
 		return env, err
 	}
-	env = envelope{Code: w.Code, Message: string(w.Message), Msg: string(w.Msg), HasData: w.Data != nil}
+	env = envelope{Code: w.Code, Message: string(w.Message), Msg: string(w.Msg), HasData: raw != nil}
 	if w.Success.set {
 		env.Success = &w.Success.v
 	}
-	if w.Data != nil && decode != nil {
-		if err := decode(json.NewDecoder(bytes.NewReader(w.Data))); err != nil {
+	if raw != nil && d.stream != nil {
+		if err := d.stream(json.NewDecoder(bytes.NewReader(raw))); err != nil {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
@@ -323,6 +351,14 @@ func decodeWhole(b []byte, decode dataFunc) (env envelope, err error) {
 		}
 	}
 	return env, nil
+}
+
+// envelopeHead is the envelope without its data.
+type envelopeHead struct {
+	Code    Code        `json:"code"`
+	Message looseString `json:"message"`
+	Msg     looseString `json:"msg"`
+	Success flag        `json:"success"`
 }
 
 // flag is the envelope's success: true or false, null read as false.
@@ -581,11 +617,7 @@ func (c *Client) Conversation(ctx context.Context, id string) (*Conversation, er
 // error.
 func getObject[T any](ctx context.Context, c *Client, endpoint string, query url.Values) (*T, error) {
 	var out *T // stays nil when data is null
-	_, err := c.do(ctx, endpoint, query, func(dec *json.Decoder) error {
-		// Decoded in place, without a copy of the raw value: a large body
-		// costs the decoder's buffer and no more.
-		return dec.Decode(&out)
-	})
+	_, err := c.do(ctx, endpoint, query, data{into: &out})
 	if err != nil {
 		return nil, err
 	}
@@ -612,10 +644,8 @@ func (c *Client) StopAllSessions(ctx context.Context) (*StopResult, error) {
 
 // stop calls an endpoint that closes sessions and returns its answer.
 func (c *Client) stop(ctx context.Context, endpoint string, query url.Values) (*StopResult, error) {
-	var data json.RawMessage
-	env, err := c.do(ctx, endpoint, query, func(dec *json.Decoder) error {
-		return dec.Decode(&data)
-	})
+	var raw json.RawMessage
+	env, err := c.do(ctx, endpoint, query, data{stream: func(dec *json.Decoder) error { return dec.Decode(&raw) }})
 	if err != nil {
 		return nil, err
 	}
@@ -623,5 +653,5 @@ func (c *Client) stop(ctx context.Context, endpoint string, query url.Values) (*
 	if msg == "" {
 		msg = env.Msg
 	}
-	return &StopResult{Code: string(env.Code), Message: msg, Data: data}, nil
+	return &StopResult{Code: string(env.Code), Message: msg, Data: raw}, nil
 }

@@ -195,15 +195,15 @@ func envelopeOK(ms []member) (ok, known bool) {
 func FuzzDecodeEnvelope(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		n := 0
-		env, err := decodeEnvelope(bytes.NewReader(body), func(dec *json.Decoder) error {
+		env, err := decodeEnvelope(bytes.NewReader(body), data{stream: func(dec *json.Decoder) error {
 			return DecodeSessionList(dec, SessionOptions{}, func(Session) error { n++; return nil })
-		}, nil)
+		}}, nil)
 		if err == io.EOF {
 			t.Fatalf("io.EOF escaped: an empty or cut body must be an error of its own: %q", body)
 		}
 		// The same body with the data skipped: the envelope must read the
 		// same whatever the data decoder.
-		env2, err2 := decodeEnvelope(bytes.NewReader(body), nil, nil)
+		env2, err2 := decodeEnvelope(bytes.NewReader(body), data{}, nil)
 		// Bodies over wholeBody stream: both ways read the same.
 		env3, err3 := decodeStream(bytes.NewReader(body), func(dec *json.Decoder) error {
 			return DecodeSessionList(dec, SessionOptions{}, func(Session) error { return nil })

@@ -34,9 +34,9 @@ func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
 // shape of the list: data may be an array, an object wrapping an array
 // (list, records, rows, ...) or null (no sessions).
 func (c *Client) EachSession(ctx context.Context, opts SessionOptions, fn func(Session) error) error {
-	_, err := c.do(ctx, EndpointSessions, url.Values{"appId": {c.appID}}, func(dec *json.Decoder) error {
+	_, err := c.do(ctx, EndpointSessions, url.Values{"appId": {c.appID}}, data{stream: func(dec *json.Decoder) error {
 		return DecodeSessionList(dec, opts, fn)
-	})
+	}})
 	return err
 }
 
