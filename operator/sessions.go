@@ -40,9 +40,9 @@ func runSessionsList(ctx context.Context, env *cli, o sessionsListOptions) int {
 		return code
 	}
 	defer pool.Close()
-	sessions, err := c.Sessions(ctx)
-	if err != nil {
-		return env.failf(exitFailed, "listing the sessions of app %s: %s", o.app, describeError(err))
+	sessions, code := env.sessions(ctx, c, o.app)
+	if code != exitOK {
+		return code
 	}
 	if sessions == nil {
 		sessions = []client.Session{}
@@ -260,4 +260,13 @@ func jsonCompact(v json.RawMessage) string {
 		return b.String()
 	}
 	return string(v)
+}
+
+// sessions lists the active sessions of app, or says why it cannot.
+func (env *cli) sessions(ctx context.Context, c *client.Client, app string) ([]client.Session, int) {
+	sessions, err := c.Sessions(ctx)
+	if err != nil {
+		return nil, env.failf(exitFailed, "listing the sessions of app %s: %s", app, describeError(err))
+	}
+	return sessions, exitOK
 }

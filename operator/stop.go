@@ -39,9 +39,9 @@ func runStopOlderThan(ctx context.Context, env *cli, o sessionsStopOptions, age 
 	}
 	defer pool.Close()
 
-	sessions, err := c.Sessions(ctx)
-	if err != nil {
-		return env.failf(exitFailed, "listing the sessions of app %s: %s", o.app, describeError(err))
+	sessions, code := env.sessions(ctx, c, o.app)
+	if code != exitOK {
+		return code
 	}
 	now := time.Now()
 	cutoff := now.Add(-age)
@@ -136,9 +136,9 @@ func runStopAll(ctx context.Context, env *cli, o sessionsStopOptions) int {
 	}
 	defer pool.Close()
 
-	sessions, err := c.Sessions(ctx)
-	if err != nil {
-		return env.failf(exitFailed, "listing the sessions of app %s: %s", o.app, describeError(err))
+	sessions, code := env.sessions(ctx, c, o.app)
+	if code != exitOK {
+		return code
 	}
 	desc := fmt.Sprintf("app %s has %d active session(s)", o.app, len(sessions))
 	var oldest *time.Time
