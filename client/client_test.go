@@ -311,6 +311,7 @@ func TestExpiredStaticTokenIsAnAuthError(t *testing.T) {
 }
 
 func TestTokenFileIsReReadWhenItChanges(t *testing.T) {
+	defer client.SetSecretFileRecheck(0)() // look at every call
 	f := newFixture(t, config.AuthHeaderAuthorization)
 	path := filepath.Join(t.TempDir(), "token")
 	expired, err := simulator.MintToken(appID, appKey, time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour))
@@ -338,6 +339,7 @@ func TestTokenFileIsReReadWhenItChanges(t *testing.T) {
 }
 
 func TestAppKeyFileRotation(t *testing.T) {
+	defer client.SetSecretFileRecheck(0)() // look at every call
 	f := newFixture(t, config.AuthHeaderAuthorization)
 	path := filepath.Join(t.TempDir(), "key")
 	require.NoError(t, os.WriteFile(path, []byte("old-key"), 0o600))
@@ -347,6 +349,21 @@ func TestAppKeyFileRotation(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(appKey+"\n"), 0o600))
 	_, err = c.Concurrency(context.Background())
 	assert.NoError(t, err, "the rotated key is used without a restart")
+}
+
+// Between two looks, a changed file is not read: the secret of the last
+// look stays in use.
+func TestSecretFileIsLookedAtOncePerRecheck(t *testing.T) {
+	defer client.SetSecretFileRecheck(time.Hour)()
+	f := newFixture(t, config.AuthHeaderAuthorization)
+	path := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(path, []byte(appKey), 0o600))
+	c := client.New(f.t, appID, client.NewJWTSource(appID, client.NewFileKey(path, nil), 0, nil))
+	_, err := c.Concurrency(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, []byte("a-key-written-later"), 0o600))
+	_, err = c.Concurrency(context.Background())
+	assert.NoError(t, err, "the key of the last look is still used")
 }
 
 func TestFaultsMapToErrorTypes(t *testing.T) {
