@@ -38,9 +38,13 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api.base_url: %w", err)
 	}
-	httpClient, err := promconfig.NewClientFromConfig(cfg.API.HTTPClientConfig, "duix_exporter",
-		promconfig.WithUserAgent(opts.UserAgent),
-		promconfig.WithIdleConnTimeout(90*time.Second))
+	httpOpts := []promconfig.HTTPClientOption{promconfig.WithIdleConnTimeout(90 * time.Second)}
+	if cfg.API.HTTPClientConfig.OAuth2 != nil {
+		// For the token requests of OAuth2; the client's own requests set
+		// the User-Agent themselves, without a copy of each request.
+		httpOpts = append(httpOpts, promconfig.WithUserAgent(opts.UserAgent))
+	}
+	httpClient, err := promconfig.NewClientFromConfig(cfg.API.HTTPClientConfig, "duix_exporter", httpOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("api.http_client: %w", err)
 	}
