@@ -63,6 +63,9 @@ type Client struct {
 	appID  string
 	tokens TokenSource
 	now    func() time.Time
+	// appURLs holds the address of each endpoint called with appId alone,
+	// built once.
+	appURLs map[string]string
 
 	mu         sync.Mutex
 	retryAfter time.Time
@@ -74,7 +77,18 @@ type Client struct {
 
 // New returns a client for appID using tokens from ts.
 func New(t *Transport, appID string, ts TokenSource) *Client {
-	return &Client{t: t, appID: appID, tokens: ts, now: time.Now}
+	c := &Client{t: t, appID: appID, tokens: ts, now: time.Now, appURLs: map[string]string{}}
+	for _, ep := range []string{EndpointConcurrency, EndpointSessions, EndpointStopAll} {
+		c.appURLs[ep] = c.url(ep, url.Values{"appId": {appID}})
+	}
+	return c
+}
+
+// url is the address of endpoint with query.
+func (c *Client) url(endpoint string, query url.Values) string {
+	u := c.t.BaseURL.JoinPath(endpoint)
+	u.RawQuery = query.Encode()
+	return u.String()
 }
 
 // RetryAfter is the time before which the client refuses to call the
@@ -125,16 +139,21 @@ func (c *Code) UnmarshalJSON(b []byte) error {
 // dataFunc decodes the data member from dec, which is positioned at its value.
 type dataFunc func(dec *json.Decoder) error
 
-// data says what to do with an answer's data member: decode it into into
-// (a pointer; in the same pass as the envelope when the answer is read
-// whole), or else hand it to stream.
+// data says what to do with an answer's data member. An answer read whole
+// has its data decoded into into (a pointer), in the same pass as the
+// envelope; when that fails, or fits (may be nil) says that what into
+// received is not of the expected shape, and there is a stream, the data is
+// decoded again by stream, whose outcome stands. A long answer goes to
+// stream when there is one, else into.
 type data struct {
 	into   any
+	fits   func() bool
 	stream dataFunc
 }
 
-// do performs one GET and decodes the envelope, handing data to decode.
-func (c *Client) do(ctx context.Context, endpoint string, query url.Values, d data) (env envelope, err error) {
+// do performs one GET of rawURL, the address of endpoint, and decodes the
+// envelope, handing data to d.
+func (c *Client) do(ctx context.Context, endpoint, rawURL string, d data) (env envelope, err error) {
 	if until := c.RetryAfter(); !until.IsZero() {
 		return env, &RateLimitedError{Endpoint: endpoint, Until: until}
 	}
@@ -148,9 +167,7 @@ func (c *Client) do(ctx context.Context, endpoint string, query url.Values, d da
 		return env, err
 	}
 
-	u := c.t.BaseURL.JoinPath(endpoint)
-	u.RawQuery = query.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return env, &NetworkError{Endpoint: endpoint, Err: err}
 	}
@@ -287,19 +304,28 @@ const wholeBody = 64 << 10
 // answer (a name, a message, a session record) cannot have it exported,
 // printed or logged.
 func decodeEnvelope(r io.Reader, d data, forms []string) (env envelope, err error) {
-	head, err := io.ReadAll(io.LimitReader(r, wholeBody+1))
-	if err != nil {
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		buf.Reset()
+		bodyBuffers.Put(buf)
+	}()
+	if _, err := buf.ReadFrom(io.LimitReader(r, wholeBody+1)); err != nil {
 		return env, err
 	}
+	head := buf.Bytes()
 	if len(head) <= wholeBody {
 		return decodeWhole(redactAll(head, forms), d)
 	}
 	decode := d.stream
-	if d.into != nil {
+	if decode == nil {
 		decode = func(dec *json.Decoder) error { return dec.Decode(d.into) }
 	}
 	return decodeStream(io.MultiReader(bytes.NewReader(head), r), decode)
 }
+
+// bodyBuffers hold answers while they are decoded; what is decoded is
+// copied out of them (strings, raw messages), so they are reused.
+var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // decodeWhole decodes a body held in memory in one pass. Like decodeStream,
 // it reads the first JSON value and ignores what follows it.
@@ -309,25 +335,30 @@ func decodeWhole(b []byte, d data) (env envelope, _ error) {
 	} else if t[0] != '{' {
 		return env, errors.New("the answer is not a JSON object")
 	}
-	// Into the caller's value directly, in this one pass; else kept raw
-	// for the caller's stream (null included).
+	// Into the caller's value directly, in this one pass; else, or when
+	// that does not fit, kept raw for the caller's stream (null included).
 	var (
-		w   envelopeHead
-		raw json.RawMessage
-		err error
+		w       envelopeHead
+		raw     json.RawMessage
+		err     error
+		decoded bool
 	)
-	dec := json.NewDecoder(bytes.NewReader(b))
 	if d.into != nil {
-		err = dec.Decode(&struct {
+		err = unmarshalFirst(b, &struct {
 			*envelopeHead
 			Data any `json:"data"`
 		}{&w, d.into})
-	} else {
+		decoded = d.stream == nil || (err == nil && (d.fits == nil || d.fits()))
+		if !decoded {
+			w, err = envelopeHead{}, nil
+		}
+	}
+	if !decoded {
 		v := struct {
 			*envelopeHead
 			Data *json.RawMessage `json:"data"`
 		}{&w, &raw}
-		err = dec.Decode(&v)
+		err = unmarshalFirst(b, &v)
 		if v.Data == nil { // null sets the pointer to nil
 			raw = json.RawMessage("null")
 		}
@@ -342,7 +373,7 @@ func decodeWhole(b []byte, d data) (env envelope, _ error) {
 	if w.Success.set {
 		env.Success = &w.Success.v
 	}
-	if raw != nil && d.stream != nil {
+	if !decoded && raw != nil && d.stream != nil {
 		if err := d.stream(json.NewDecoder(bytes.NewReader(raw))); err != nil {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
@@ -351,6 +382,18 @@ func decodeWhole(b []byte, d data) (env envelope, _ error) {
 		}
 	}
 	return env, nil
+}
+
+// unmarshalFirst decodes the first JSON value of b into v, ignoring what
+// follows it, as a json.Decoder does. A body that is that one value (every
+// body, in practice) is decoded by json.Unmarshal, which does not copy it.
+func unmarshalFirst(b []byte, v any) error {
+	err := json.Unmarshal(b, v)
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) {
+		return json.NewDecoder(bytes.NewReader(b)).Decode(v)
+	}
+	return err
 }
 
 // envelopeHead is the envelope without its data.
@@ -604,20 +647,20 @@ func (c *Client) transportError(ctx context.Context, endpoint string, err error,
 // Concurrency returns the app's real-time concurrency status
 // (GET /getconcurrentNumber?appId=).
 func (c *Client) Concurrency(ctx context.Context) (*Concurrency, error) {
-	return getObject[Concurrency](ctx, c, EndpointConcurrency, url.Values{"appId": {c.appID}})
+	return getObject[Concurrency](ctx, c, EndpointConcurrency, c.appURLs[EndpointConcurrency])
 }
 
 // Conversation returns the details of one conversation
 // (GET /getConversationById?conversationId=).
 func (c *Client) Conversation(ctx context.Context, id string) (*Conversation, error) {
-	return getObject[Conversation](ctx, c, EndpointConversation, url.Values{"conversationId": {id}})
+	return getObject[Conversation](ctx, c, EndpointConversation, c.url(EndpointConversation, url.Values{"conversationId": {id}}))
 }
 
 // getObject calls an endpoint whose data is one object; null data is an
 // error.
-func getObject[T any](ctx context.Context, c *Client, endpoint string, query url.Values) (*T, error) {
+func getObject[T any](ctx context.Context, c *Client, endpoint, rawURL string) (*T, error) {
 	var out *T // stays nil when data is null
-	_, err := c.do(ctx, endpoint, query, data{into: &out})
+	_, err := c.do(ctx, endpoint, rawURL, data{into: &out})
 	if err != nil {
 		return nil, err
 	}
@@ -630,7 +673,7 @@ func getObject[T any](ctx context.Context, c *Client, endpoint string, query url
 // StopSession closes an active session (GET /sessionStop?uuid=). An unknown
 // or already ended session gives an *APIError for which IsNotFound may hold.
 func (c *Client) StopSession(ctx context.Context, sessionID string) (*StopResult, error) {
-	return c.stop(ctx, EndpointStop, url.Values{"uuid": {sessionID}})
+	return c.stop(ctx, EndpointStop, c.url(EndpointStop, url.Values{"uuid": {sessionID}}))
 }
 
 // StopAllSessions closes every session of the app
@@ -639,13 +682,13 @@ func (c *Client) StopSession(ctx context.Context, sessionID string) (*StopResult
 // whether the call succeeded
 // (docs/platform-api.md#closing-all-sessions-of-an-app).
 func (c *Client) StopAllSessions(ctx context.Context) (*StopResult, error) {
-	return c.stop(ctx, EndpointStopAll, url.Values{"appId": {c.appID}})
+	return c.stop(ctx, EndpointStopAll, c.appURLs[EndpointStopAll])
 }
 
 // stop calls an endpoint that closes sessions and returns its answer.
-func (c *Client) stop(ctx context.Context, endpoint string, query url.Values) (*StopResult, error) {
+func (c *Client) stop(ctx context.Context, endpoint, rawURL string) (*StopResult, error) {
 	var raw json.RawMessage
-	env, err := c.do(ctx, endpoint, query, data{stream: func(dec *json.Decoder) error { return dec.Decode(&raw) }})
+	env, err := c.do(ctx, endpoint, rawURL, data{stream: func(dec *json.Decoder) error { return dec.Decode(&raw) }})
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"reflect"
 	"testing"
 )
 
@@ -192,6 +193,27 @@ func envelopeOK(ms []member) (ok, known bool) {
 	return true, true
 }
 
+// checkOnePass decodes body as EachSession does and as a stream, and
+// compares the outcomes.
+func checkOnePass(t *testing.T, body []byte) {
+	var one, streamed []Session
+	d, rest := sessionData(SessionOptions{}, func(s Session) error { one = append(one, s); return nil })
+	env, err := decodeEnvelope(bytes.NewReader(body), d, nil)
+	if err == nil {
+		err = rest()
+	}
+	ref, refErr := decodeEnvelope(bytes.NewReader(body), data{stream: func(dec *json.Decoder) error {
+		return DecodeSessionList(dec, SessionOptions{}, func(s Session) error { streamed = append(streamed, s); return nil })
+	}}, nil)
+	env.HasData, ref.HasData = false, false // not known in one pass
+	if (err == nil) != (refErr == nil) || (err == nil && !sameEnvelope(env, ref)) {
+		t.Fatalf("one pass: %+v, %v; streamed: %+v, %v\n%q", env, err, ref, refErr, body)
+	}
+	if err == nil && !reflect.DeepEqual(one, streamed) {
+		t.Fatalf("one pass: %+v; streamed: %+v\n%q", one, streamed, body)
+	}
+}
+
 func FuzzDecodeEnvelope(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		n := 0
@@ -211,6 +233,9 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		if (err == nil) != (err3 == nil) || (err == nil && !sameEnvelope(env, env3)) {
 			t.Fatalf("read whole: %+v, %v; streamed: %+v, %v\n%q", env, err, env3, err3, body)
 		}
+		// As EachSession decodes it (one pass for an array of records):
+		// the same outcome and sessions as when streamed.
+		checkOnePass(t, body)
 
 		ref, valid := firstValue(body)
 		if err == nil && !valid {

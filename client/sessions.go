@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -33,11 +33,47 @@ func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
 // without holding the list in memory. The platform does not document the
 // shape of the list: data may be an array, an object wrapping an array
 // (list, records, rows, ...) or null (no sessions).
+//
+// An answer read whole whose data is an array of records (the shape the
+// platform documents) is decoded in one pass with the envelope; any other
+// shape, and a long answer, is streamed by DecodeSessionList.
 func (c *Client) EachSession(ctx context.Context, opts SessionOptions, fn func(Session) error) error {
-	_, err := c.do(ctx, EndpointSessions, url.Values{"appId": {c.appID}}, data{stream: func(dec *json.Decoder) error {
+	d, rest := sessionData(opts, fn)
+	if _, err := c.do(ctx, EndpointSessions, c.appURLs[EndpointSessions], d); err != nil {
+		return err
+	}
+	return rest()
+}
+
+// sessionData is how a session list reaches fn: streamed by
+// DecodeSessionList, or, when the answer is read whole and its data is an
+// array of records, decoded in one pass with the envelope and handed to fn
+// by rest once the answer is decoded (KeepRaw always streams).
+func sessionData(opts SessionOptions, fn func(Session) error) (d data, rest func() error) {
+	var (
+		list     []*sessionFields
+		streamed bool
+	)
+	d.stream = func(dec *json.Decoder) error {
+		streamed = true
 		return DecodeSessionList(dec, opts, fn)
-	}})
-	return err
+	}
+	if !opts.KeepRaw {
+		d.into = &list
+		// null is no record: DecodeSessionList refuses it.
+		d.fits = func() bool { return !slices.Contains(list, nil) }
+	}
+	return d, func() error {
+		if streamed {
+			return nil
+		}
+		for _, f := range list {
+			if err := fn(f.session()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // callbackError carries the error of an EachSession callback, so that it
@@ -122,27 +158,11 @@ func (r *sessionRecord) UnmarshalJSON(b []byte) error {
 			return err
 		}
 	case len(b) > 0 && b[0] == '{':
-		var f struct {
-			UUID           scalar `json:"uuid"`
-			SessionID      scalar `json:"sessionId"`
-			ID             scalar `json:"id"`
-			ConversationID scalar `json:"conversationId"`
-			StartTime      scalar `json:"startTime"`
-		}
+		var f sessionFields
 		if err := json.Unmarshal(b, &f); err != nil {
 			return err
 		}
-		for _, id := range []scalar{f.UUID, f.SessionID, f.ID} {
-			if id != "" {
-				r.s.ID = string(id)
-				break
-			}
-		}
-		r.s.ConversationID = string(f.ConversationID)
-		if ms, err := strconv.ParseInt(string(f.StartTime), 10, 64); err == nil && ms > 0 {
-			t := time.UnixMilli(ms)
-			r.s.Start = &t
-		}
+		r.s = f.session()
 	default:
 		return errors.New("session record is neither an object nor a string")
 	}
@@ -150,6 +170,33 @@ func (r *sessionRecord) UnmarshalJSON(b []byte) error {
 		r.s.Raw = append(json.RawMessage(nil), b...)
 	}
 	return nil
+}
+
+// sessionFields are the fields read from a session record that is an
+// object.
+type sessionFields struct {
+	UUID           scalar `json:"uuid"`
+	SessionID      scalar `json:"sessionId"`
+	ID             scalar `json:"id"`
+	ConversationID scalar `json:"conversationId"`
+	StartTime      scalar `json:"startTime"`
+}
+
+// session is the session the fields describe.
+func (f *sessionFields) session() Session {
+	var s Session
+	for _, id := range []scalar{f.UUID, f.SessionID, f.ID} {
+		if id != "" {
+			s.ID = string(id)
+			break
+		}
+	}
+	s.ConversationID = string(f.ConversationID)
+	if ms, err := strconv.ParseInt(string(f.StartTime), 10, 64); err == nil && ms > 0 {
+		t := time.UnixMilli(ms)
+		s.Start = &t
+	}
+	return s
 }
 
 // scalar is a JSON string, or a number as it is written; any other value
