@@ -53,9 +53,10 @@ type Exporter struct {
 type settings struct {
 	api config.API
 	// sem bounds the calls to the platform in flight, across requests, to
-	// limit: api.max_concurrency.
-	sem   *semaphore.Weighted
-	limit int64
+	// api.max_concurrency: a flight makes its calls on one slot. A request
+	// has as many workers.
+	sem     *semaphore.Weighted
+	workers int
 }
 
 // New returns an Exporter with no apps; call Apply with a configuration.
@@ -127,9 +128,9 @@ func (e *Exporter) Apply(cfg *config.Config) error {
 			e.durations.DeleteLabelValues(name)
 		}
 	}
-	limit := max(int64(cfg.API.MaxConcurrency), 1)
 	old := e.pool
-	e.set = settings{api: cfg.API, sem: semaphore.NewWeighted(limit), limit: limit}
+	workers := max(cfg.API.MaxConcurrency, 1)
+	e.set = settings{api: cfg.API, sem: semaphore.NewWeighted(int64(workers)), workers: workers}
 	e.pool, e.apps, e.byKey = pool, apps, byKey
 	if old != nil {
 		old.Close()

@@ -34,7 +34,8 @@ func handlerFor(exp *collector.Exporter, process prometheus.Gatherer, offset tim
 			ctx, cancel = context.WithTimeout(ctx, time.Duration(secs*float64(time.Second))-offset)
 			defer cancel()
 		}
-		reg := prometheus.NewRegistry()
+		// Pedantic: every sample is checked against its descriptor.
+		reg := prometheus.NewPedanticRegistry()
 		reg.MustRegister(exp.Collector(ctx, names...))
 		g := prometheus.Gatherers{reg}
 		if process != nil {

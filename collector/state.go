@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/duix-exporter/duix_exporter/client"
 )
@@ -45,8 +46,10 @@ func (r *result) firstErr() error {
 // conversation is the last known details of a configured conversation.
 type conversation struct {
 	id          string
-	known       bool // details were fetched once
-	maxConv     int  // maxConversation
+	pairs       []*dto.LabelPair // app and conversation_id, see sample
+	infoPairs   []*dto.LabelPair // of duix_conversation_info, once known
+	known       bool             // details were fetched once
+	maxConv     int              // maxConversation
 	name        string
 	language    string
 	modelName   string
@@ -61,6 +64,7 @@ type conversation struct {
 // while the app's name and app_id stay the same.
 type appState struct {
 	name, appID string
+	pairs       []*dto.LabelPair // app, see sample
 
 	mu            sync.Mutex
 	c             *client.Client
@@ -68,13 +72,23 @@ type appState struct {
 	errs          map[string]uint64
 	last          *result
 	corpID        string
-	life          *lifecycle // nil when the lifecycle metrics are off
+	infoPairs     []*dto.LabelPair // of duix_app_info, for corpID
+	life          *lifecycle       // nil when the lifecycle metrics are off
 	durations     prometheus.Histogram
 	maxTracked    int
 }
 
 func newAppState(name, appID string) *appState {
-	return &appState{name: name, appID: appID, errs: map[string]uint64{}}
+	st := &appState{name: name, appID: appID, pairs: labelPairs("app", name), errs: map[string]uint64{}}
+	st.setCorpID("")
+	return st
+}
+
+// setCorpID keeps the app's corp ID and the label pairs of duix_app_info;
+// callers hold st.mu (or own st).
+func (st *appState) setCorpID(id string) {
+	st.corpID = id
+	st.infoPairs = labelPairs("app", st.name, "app_id", st.appID, "corp_id", labelValue(id))
 }
 
 func (st *appState) client() *client.Client {
@@ -111,7 +125,7 @@ func (st *appState) configure(c *client.Client, ids []string, ls lifeSettings) {
 	for _, id := range ids {
 		cv := st.conversation(id)
 		if cv == nil {
-			cv = &conversation{id: id}
+			cv = &conversation{id: id, pairs: labelPairs("app", st.name, "conversation_id", id)}
 		}
 		kept = append(kept, cv)
 	}
@@ -142,10 +156,10 @@ func (st *appState) fetchSettings() (c *client.Client, ids []string, life bool, 
 	return st.c, ids, st.life != nil, st.maxTracked
 }
 
-// due returns the conversations whose details are due for a refresh; with
-// claim, it marks them attempted, so that concurrent fetches do not repeat
-// them. A failed refresh is retried after min(retry, refresh).
-func (st *appState) due(now time.Time, refresh, retry time.Duration, claim bool) []string {
+// due returns the conversations whose details are due for a refresh and
+// marks them attempted, so that concurrent fetches do not repeat them. A
+// failed refresh is retried after min(retry, refresh).
+func (st *appState) due(now time.Time, refresh, retry time.Duration) []string {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	var due []string
@@ -157,9 +171,7 @@ func (st *appState) due(now time.Time, refresh, retry time.Duration, claim bool)
 		default:
 			continue
 		}
-		if claim {
-			cv.lastAttempt = now
-		}
+		cv.lastAttempt = now
 		due = append(due, cv.id)
 	}
 	return due
@@ -183,6 +195,8 @@ func (st *appState) recordConversation(id string, details *client.Conversation, 
 		cv.known, cv.maxConv, cv.refreshed = true, details.MaxConversation, now
 		cv.name, cv.language = details.ConversationName, details.Language
 		cv.modelName, cv.ttsName = details.DetailDto.ModelName, details.DetailDto.TtsName
+		cv.infoPairs = labelPairs("app", st.name, "conversation_id", cv.id, "language", labelValue(cv.language),
+			"model_name", labelValue(cv.modelName), "name", labelValue(cv.name), "tts_name", labelValue(cv.ttsName))
 	}
 }
 
@@ -193,8 +207,8 @@ func (st *appState) record(r *result) {
 	st.last = r
 	if r.concErr != nil {
 		st.errs[client.Reason(r.concErr)]++
-	} else if r.conc != nil {
-		st.corpID = r.conc.CropID
+	} else if r.conc != nil && r.conc.CropID != st.corpID {
+		st.setCorpID(r.conc.CropID)
 	}
 	if r.sessErr != nil {
 		st.errs[client.Reason(r.sessErr)]++
@@ -212,7 +226,7 @@ func (st *appState) lastResult() *result {
 
 // view is a consistent copy of what a scrape exports of an app's state.
 type view struct {
-	corpID        string
+	infoPairs     []*dto.LabelPair
 	errs          map[string]uint64
 	conversations []conversation
 	life          *lifeView
@@ -229,7 +243,7 @@ type lifeView struct {
 func (st *appState) view(now time.Time) view {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	v := view{corpID: st.corpID, errs: make(map[string]uint64, len(st.errs)), conversations: make([]conversation, len(st.conversations))}
+	v := view{infoPairs: st.infoPairs, errs: make(map[string]uint64, len(st.errs)), conversations: make([]conversation, len(st.conversations))}
 	if l := st.life; l != nil {
 		v.durations = st.durations
 		v.life = &lifeView{baseline: l.baseline, started: l.started, ended: l.ended, untracked: l.untracked,
