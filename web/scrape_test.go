@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -198,4 +199,32 @@ func TestScrapeLimitIsSharedByMetricsAndProbe(t *testing.T) {
 		code, _ := s.get(t, "/probe?app=museum-guide", "X-Prometheus-Scrape-Timeout-Seconds", "2")
 		return code == http.StatusOK
 	}, hangTimeout, 20*time.Millisecond, "the slot is freed when the scrape ends")
+}
+
+// The two registries of /metrics are listed as one: every family once, by
+// name; a name gathered by both is an error, and the first one's kept.
+func TestMergedGathersBothRegistriesByName(t *testing.T) {
+	gauge := func(reg *prometheus.Registry, name string, v float64) {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: "h"})
+		g.Set(v)
+		reg.MustRegister(g)
+	}
+	apps, process := prometheus.NewRegistry(), prometheus.NewRegistry()
+	gauge(apps, "b_metric", 1)
+	gauge(apps, "d_metric", 1)
+	gauge(process, "a_metric", 2)
+	gauge(process, "c_metric", 2)
+	mfs, err := merged{apps, process}.Gather()
+	require.NoError(t, err)
+	var names []string
+	for _, mf := range mfs {
+		names = append(names, mf.GetName())
+	}
+	assert.Equal(t, []string{"a_metric", "b_metric", "c_metric", "d_metric"}, names)
+
+	gauge(process, "b_metric", 2)
+	mfs, err = merged{apps, process}.Gather()
+	require.ErrorContains(t, err, `"b_metric" gathered twice`)
+	require.Len(t, mfs, 4)
+	assert.Equal(t, 1.0, mfs[1].GetMetric()[0].GetGauge().GetValue(), "the first registry's family is kept")
 }
