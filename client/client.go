@@ -63,9 +63,8 @@ type Client struct {
 	appID  string
 	tokens TokenSource
 	now    func() time.Time
-	// appURLs holds the address of each endpoint called with appId alone,
-	// built once.
-	appURLs map[string]string
+	// The addresses of the endpoints called at every scrape, built once.
+	concurrencyURL, sessionsURL string
 
 	mu         sync.Mutex
 	retryAfter time.Time
@@ -77,10 +76,9 @@ type Client struct {
 
 // New returns a client for appID using tokens from ts.
 func New(t *Transport, appID string, ts TokenSource) *Client {
-	c := &Client{t: t, appID: appID, tokens: ts, now: time.Now, appURLs: map[string]string{}}
-	for _, ep := range []string{EndpointConcurrency, EndpointSessions, EndpointStopAll} {
-		c.appURLs[ep] = c.url(ep, url.Values{"appId": {appID}})
-	}
+	c := &Client{t: t, appID: appID, tokens: ts, now: time.Now}
+	c.concurrencyURL = c.url(EndpointConcurrency, url.Values{"appId": {appID}})
+	c.sessionsURL = c.url(EndpointSessions, url.Values{"appId": {appID}})
 	return c
 }
 
@@ -647,7 +645,7 @@ func (c *Client) transportError(ctx context.Context, endpoint string, err error,
 // Concurrency returns the app's real-time concurrency status
 // (GET /getconcurrentNumber?appId=).
 func (c *Client) Concurrency(ctx context.Context) (*Concurrency, error) {
-	return getObject[Concurrency](ctx, c, EndpointConcurrency, c.appURLs[EndpointConcurrency])
+	return getObject[Concurrency](ctx, c, EndpointConcurrency, c.concurrencyURL)
 }
 
 // Conversation returns the details of one conversation
@@ -682,7 +680,7 @@ func (c *Client) StopSession(ctx context.Context, sessionID string) (*StopResult
 // whether the call succeeded
 // (docs/platform-api.md#closing-all-sessions-of-an-app).
 func (c *Client) StopAllSessions(ctx context.Context) (*StopResult, error) {
-	return c.stop(ctx, EndpointStopAll, c.appURLs[EndpointStopAll])
+	return c.stop(ctx, EndpointStopAll, c.url(EndpointStopAll, url.Values{"appId": {c.appID}}))
 }
 
 // stop calls an endpoint that closes sessions and returns its answer.

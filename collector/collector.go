@@ -30,9 +30,7 @@ func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 	apps, set := s.e.snapshot(s.names)
-	for i, r := range s.e.fetchAll(s.ctx, apps, set) {
-		collectApp(ch, apps[i], r, s.e.now())
-	}
+	s.e.fetchAll(s.ctx, apps, set, func(st *appState, r *result) { collectApp(ch, st, r, s.e.now()) })
 }
 
 // collectApp sends the series of one app. Values the platform did not give
@@ -84,7 +82,7 @@ func collectApp(ch chan<- prometheus.Metric, st *appState, r *result, now time.T
 		// A count is only known when every entry names its conversation:
 		// an entry without one may belong to any.
 		if r.sessErr == nil && r.noConv == 0 {
-			ch <- &sample{conversationSessionsDesc, cv.pairs, false, float64(r.perConv[cv.id])}
+			ch <- &sample{conversationSessionsDesc, cv.pairs, false, float64(r.conversationSessions(cv.id))}
 		}
 	}
 }
@@ -117,14 +115,21 @@ func (s *sample) Write(out *dto.Metric) error {
 	return nil
 }
 
-// labelPairs builds the label pairs of names and values, given in
-// alternation, sorted by name as the registry wants them. Values from the
-// platform must have been through labelValue.
-func labelPairs(nameValues ...string) []*dto.LabelPair {
-	pairs := make([]*dto.LabelPair, 0, len(nameValues)/2)
-	for i := 0; i+1 < len(nameValues); i += 2 {
-		pairs = append(pairs, &dto.LabelPair{Name: &nameValues[i], Value: &nameValues[i+1]})
-	}
+// The label names of samples, which their pairs point to.
+var (
+	labelApp, labelAppID, labelCorpID, labelConversationID = "app", "app_id", "corp_id", "conversation_id"
+	labelLanguage, labelModelName, labelName, labelTTSName = "language", "model_name", "name", "tts_name"
+)
+
+// labelPair is the pair of a label name (one of the above) and a value;
+// a value from the platform must have been through labelValue. A pair may
+// be shared by the pairs of several samples.
+func labelPair(name *string, value string) *dto.LabelPair {
+	return &dto.LabelPair{Name: name, Value: &value}
+}
+
+// labelPairs sorts pairs by name, as the registry wants them.
+func labelPairs(pairs ...*dto.LabelPair) []*dto.LabelPair {
 	slices.SortFunc(pairs, func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) })
 	return pairs
 }

@@ -23,15 +23,25 @@ type result struct {
 	sessions int
 	// noConv counts the sessions whose record names no conversation.
 	noConv int
-	// perConv counts the sessions of each configured conversation; other
-	// conversation IDs are not kept, so its size is bounded by the
-	// configuration.
-	perConv map[string]int
+	// perConv counts the sessions of each conversation of convIDs, the
+	// configured ones in ID order; other conversation IDs are not kept, so
+	// its size is bounded by the configuration.
+	convIDs []string
+	perConv []int
 	sessErr error
 	// list is the start of the session list, for the lifecycle (nil when
 	// it is off), and listedAt when it was received.
 	list     []seenSession
 	listedAt time.Time
+}
+
+// conversationSessions returns the sessions counted for the conversation
+// id (0 when it was not configured at the time of the fetch).
+func (r *result) conversationSessions(id string) int {
+	if i, ok := slices.BinarySearch(r.convIDs, id); ok {
+		return r.perConv[i]
+	}
+	return 0
 }
 
 func (r *result) up() bool { return r.concErr == nil && r.sessErr == nil }
@@ -50,11 +60,7 @@ type conversation struct {
 	infoPairs   []*dto.LabelPair // of duix_conversation_info, once known
 	known       bool             // details were fetched once
 	maxConv     int              // maxConversation
-	name        string
-	language    string
-	modelName   string
-	ttsName     string
-	refreshed   time.Time // last success
+	refreshed   time.Time        // last success
 	lastAttempt time.Time
 	lastErr     error
 }
@@ -79,7 +85,8 @@ type appState struct {
 }
 
 func newAppState(name, appID string) *appState {
-	st := &appState{name: name, appID: appID, pairs: labelPairs("app", name), errs: map[string]uint64{}}
+	app := labelPair(&labelApp, name)
+	st := &appState{name: name, appID: appID, pairs: labelPairs(app)}
 	st.setCorpID("")
 	return st
 }
@@ -88,7 +95,7 @@ func newAppState(name, appID string) *appState {
 // callers hold st.mu (or own st).
 func (st *appState) setCorpID(id string) {
 	st.corpID = id
-	st.infoPairs = labelPairs("app", st.name, "app_id", st.appID, "corp_id", labelValue(id))
+	st.infoPairs = labelPairs(st.pairs[0], labelPair(&labelAppID, st.appID), labelPair(&labelCorpID, labelValue(id)))
 }
 
 func (st *appState) client() *client.Client {
@@ -125,7 +132,7 @@ func (st *appState) configure(c *client.Client, ids []string, ls lifeSettings) {
 	for _, id := range ids {
 		cv := st.conversation(id)
 		if cv == nil {
-			cv = &conversation{id: id, pairs: labelPairs("app", st.name, "conversation_id", id)}
+			cv = &conversation{id: id, pairs: labelPairs(st.pairs[0], labelPair(&labelConversationID, id))}
 		}
 		kept = append(kept, cv)
 	}
@@ -184,7 +191,7 @@ func (st *appState) recordConversation(id string, details *client.Conversation, 
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if err != nil {
-		st.errs[client.Reason(err)]++
+		st.countError(err)
 	}
 	cv := st.conversation(id)
 	if cv == nil {
@@ -193,11 +200,21 @@ func (st *appState) recordConversation(id string, details *client.Conversation, 
 	cv.lastErr = err
 	if err == nil {
 		cv.known, cv.maxConv, cv.refreshed = true, details.MaxConversation, now
-		cv.name, cv.language = details.ConversationName, details.Language
-		cv.modelName, cv.ttsName = details.DetailDto.ModelName, details.DetailDto.TtsName
-		cv.infoPairs = labelPairs("app", st.name, "conversation_id", cv.id, "language", labelValue(cv.language),
-			"model_name", labelValue(cv.modelName), "name", labelValue(cv.name), "tts_name", labelValue(cv.ttsName))
+		cv.infoPairs = labelPairs(append([]*dto.LabelPair{
+			labelPair(&labelLanguage, labelValue(details.Language)),
+			labelPair(&labelModelName, labelValue(details.DetailDto.ModelName)),
+			labelPair(&labelName, labelValue(details.ConversationName)),
+			labelPair(&labelTTSName, labelValue(details.DetailDto.TtsName)),
+		}, cv.pairs...)...)
 	}
+}
+
+// countError counts a failed call by its reason; callers hold st.mu.
+func (st *appState) countError(err error) {
+	if st.errs == nil {
+		st.errs = map[string]uint64{}
+	}
+	st.errs[client.Reason(err)]++
 }
 
 // record keeps a landed fetch and counts its failed calls.
@@ -206,12 +223,12 @@ func (st *appState) record(r *result) {
 	defer st.mu.Unlock()
 	st.last = r
 	if r.concErr != nil {
-		st.errs[client.Reason(r.concErr)]++
+		st.countError(r.concErr)
 	} else if r.conc != nil && r.conc.CropID != st.corpID {
 		st.setCorpID(r.conc.CropID)
 	}
 	if r.sessErr != nil {
-		st.errs[client.Reason(r.sessErr)]++
+		st.countError(r.sessErr)
 	} else if st.life != nil && r.list != nil {
 		st.life.observe(r.list, r.sessions, r.listedAt, st.maxTracked)
 	}
@@ -243,7 +260,10 @@ type lifeView struct {
 func (st *appState) view(now time.Time) view {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	v := view{infoPairs: st.infoPairs, errs: make(map[string]uint64, len(st.errs)), conversations: make([]conversation, len(st.conversations))}
+	v := view{infoPairs: st.infoPairs, conversations: make([]conversation, len(st.conversations))}
+	if len(st.errs) > 0 {
+		v.errs = make(map[string]uint64, len(st.errs))
+	}
 	if l := st.life; l != nil {
 		v.durations = st.durations
 		v.life = &lifeView{baseline: l.baseline, started: l.started, ended: l.ended, untracked: l.untracked,
