@@ -304,8 +304,10 @@ const wholeBody = 64 << 10
 func decodeEnvelope(r io.Reader, d data, forms []string) (env envelope, err error) {
 	buf := bodyBuffers.Get().(*bytes.Buffer)
 	defer func() {
-		buf.Reset()
-		bodyBuffers.Put(buf)
+		if buf.Cap() <= maxPooledBody { // a long answer's buffer is left to the GC
+			buf.Reset()
+			bodyBuffers.Put(buf)
+		}
 	}()
 	if _, err := buf.ReadFrom(io.LimitReader(r, wholeBody+1)); err != nil {
 		return env, err
@@ -324,6 +326,10 @@ func decodeEnvelope(r io.Reader, d data, forms []string) (env envelope, err erro
 // bodyBuffers hold answers while they are decoded; what is decoded is
 // copied out of them (strings, raw messages), so they are reused.
 var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBody bounds the buffers kept for reuse, far above the answers
+// of a scrape (a few hundred bytes).
+const maxPooledBody = 16 << 10
 
 // decodeWhole decodes a body held in memory in one pass. Like decodeStream,
 // it reads the first JSON value and ignores what follows it.
