@@ -50,7 +50,8 @@ type SecretFileHook func(kind, path string, err error)
 
 // secretFile reads a small secret from a file and reads it again when the
 // file changes, so that a rotated token or key is picked up without a
-// restart: it looks for a change at most once every secretFileRecheck.
+// restart: it looks for a change at most once every secretFileRecheck,
+// and at the next use after the platform refused the credentials.
 // Every read is as careful as the first (see readSecretFile); a changed
 // file that is refused leaves the last good secret in use.
 type secretFile struct {
@@ -66,10 +67,12 @@ type secretFile struct {
 	refused string // the state last refused, so that it is reported once
 }
 
-// secretFileRecheck is how often a secret file is looked at for a change:
-// a rotated key or token is in use within a second. Looking at every call
-// (a stat) cost about 4% of the exporter's CPU per scrape in `make load`.
-var secretFileRecheck = time.Second
+// secretFileRecheck is how often a secret file is looked at for a change
+// (a stat). Looking at every call cost about 4% of the exporter's CPU per
+// scrape in `make load`, and once a second still 3% (each app's file once
+// per scrape). A key the platform no longer accepts is refused at once,
+// and the file looked at again then (lookAgain).
+var secretFileRecheck = time.Minute
 
 func newSecretFile(path, kind string, hook SecretFileHook) secretFile {
 	return secretFile{path: path, kind: kind, hook: hook, recheck: secretFileRecheck}
@@ -105,6 +108,13 @@ func (f *secretFile) read() ([]byte, bool, error) {
 	changed := !bytes.Equal(b, f.value)
 	f.value, f.info, f.checked = b, st, time.Now()
 	return b, changed, nil
+}
+
+// lookAgain makes the next read look at the file.
+func (f *secretFile) lookAgain() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.checked = time.Time{}
 }
 
 // refuse reports a refused file once for each state it is found in.
@@ -235,6 +245,18 @@ func NewJWTSource(appID string, key KeySource, ttl time.Duration, now func() tim
 // lifetime, at most five minutes, so a token never expires in flight.
 func (s *JWTSource) renewMargin() time.Duration {
 	return min(s.ttl/5, 5*time.Minute)
+}
+
+// refusable is a token source told when the platform refused its
+// credentials, so that it reads its file again before the next call.
+type refusable interface{ refused() }
+
+func (t *FileToken) refused() { t.f.lookAgain() }
+
+func (s *JWTSource) refused() {
+	if k, ok := s.key.(*FileKey); ok {
+		k.f.lookAgain()
+	}
 }
 
 // keyed is a token source that signs with a key, which must be kept out of

@@ -164,6 +164,11 @@ func (c *Client) do(ctx context.Context, endpoint, rawURL string, d data) (env e
 	if err != nil {
 		return env, err
 	}
+	defer func() {
+		if r, ok := c.tokens.(refusable); ok && Reason(err) == ReasonAuth {
+			r.refused() // a rotated key or token file is read before the next call
+		}
+	}()
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
@@ -193,7 +198,10 @@ func (c *Client) do(ctx context.Context, endpoint, rawURL string, d data) (env e
 		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
 		resp.Body.Close()
 	}()
-	status = strconv.Itoa(resp.StatusCode)
+	status = "200"
+	if resp.StatusCode != http.StatusOK {
+		status = strconv.Itoa(resp.StatusCode)
+	}
 
 	maxBytes := c.t.MaxResponseBytes
 	if maxBytes <= 0 {

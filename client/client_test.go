@@ -366,6 +366,39 @@ func TestSecretFileIsLookedAtOncePerRecheck(t *testing.T) {
 	assert.NoError(t, err, "the key of the last look is still used")
 }
 
+// A key or token that the platform refuses has its file read again before
+// the next call, however long until the next look.
+func TestRefusedCredentialsHaveTheirFileReadAgain(t *testing.T) {
+	defer client.SetSecretFileRecheck(time.Hour)()
+	f := newFixture(t, config.AuthHeaderAuthorization)
+	dir := t.TempDir()
+	keyPath, tokenPath := filepath.Join(dir, "key"), filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(keyPath, []byte(appKey), 0o600))
+	tok, err := simulator.MintToken(appID, appKey, time.Now(), time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(tokenPath, []byte(tok), 0o600))
+	withKey := client.New(f.t, appID, client.NewJWTSource(appID, client.NewFileKey(keyPath, nil), 0, nil))
+	withToken := client.New(f.t, appID, client.NewFileToken(tokenPath, nil))
+	for _, c := range []*client.Client{withKey, withToken} {
+		_, err := c.Concurrency(context.Background())
+		require.NoError(t, err)
+	}
+
+	// The key is rotated on the platform and in the files.
+	const rotated = "rotated-key-0d9c"
+	f.sim.AddApp(simulator.App{ID: appID, Key: rotated, CorpID: "corp-7", Allowance: 10})
+	require.NoError(t, os.WriteFile(keyPath, []byte(rotated), 0o600))
+	tok, err = simulator.MintToken(appID, rotated, time.Now(), time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(tokenPath, []byte(tok), 0o600))
+	for name, c := range map[string]*client.Client{"key file": withKey, "token file": withToken} {
+		_, err := c.Concurrency(context.Background())
+		assert.Equal(t, client.ReasonAuth, client.Reason(err), "%s: the old credentials are refused", name)
+		_, err = c.Concurrency(context.Background())
+		assert.NoError(t, err, "%s: the file is read again after the refusal", name)
+	}
+}
+
 func TestFaultsMapToErrorTypes(t *testing.T) {
 	cases := []struct {
 		name   string

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +13,20 @@ type Metrics struct {
 	requests         *prometheus.CounterVec
 	duration         *prometheus.HistogramVec
 	secretFileErrors *prometheus.CounterVec
+	// succeeded holds, per endpoint, the series of a call answered with
+	// 200, looked up once: looking them up by label values (and
+	// formatting the status) at every call cost about 3% of the
+	// exporter's CPU per scrape in `make load` (1000 apps, 64 calls at a
+	// time on 2 cores).
+	succeeded map[string]*endpointSeries
+}
+
+// endpointSeries are the series of an endpoint's successful calls, made
+// by the first one (none exists before).
+type endpointSeries struct {
+	once     sync.Once
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 // NewMetrics creates the client metrics and registers them with reg (if not
@@ -35,6 +50,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, kind := range []string{SecretKey, SecretToken} {
 		m.secretFileErrors.WithLabelValues(kind)
 	}
+	m.succeeded = make(map[string]*endpointSeries, len(Endpoints))
+	for _, ep := range Endpoints {
+		m.succeeded[ep] = &endpointSeries{}
+	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.duration, m.secretFileErrors)
 	}
@@ -50,6 +69,14 @@ func (m *Metrics) secretFileRefused(kind string) {
 
 func (m *Metrics) observe(endpoint, code string, d time.Duration) {
 	if m == nil {
+		return
+	}
+	if s := m.succeeded[endpoint]; s != nil && code == "200" {
+		s.once.Do(func() {
+			s.requests, s.duration = m.requests.WithLabelValues(endpoint, code), m.duration.WithLabelValues(endpoint)
+		})
+		s.requests.Inc()
+		s.duration.Observe(d.Seconds())
 		return
 	}
 	m.requests.WithLabelValues(endpoint, boundedCode(code)).Inc()
