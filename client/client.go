@@ -165,7 +165,7 @@ func (c *Client) do(ctx context.Context, endpoint, rawURL string, d data) (env e
 		return env, err
 	}
 	defer func() {
-		if r, ok := c.tokens.(refusable); ok && Reason(err) == ReasonAuth {
+		if r, ok := c.tokens.(refusable); ok && err != nil && Reason(err) == ReasonAuth {
 			r.refused() // a rotated key or token file is read before the next call
 		}
 	}()
