@@ -71,7 +71,7 @@ type Client struct {
 	// forms caches the forms of the credentials of the last token, for
 	// redacting answers: the token changes once in its lifetime.
 	formsToken string
-	forms      []string
+	forms      [][]byte
 }
 
 // New returns a client for appID using tokens from ts.
@@ -309,7 +309,7 @@ const wholeBody = 64 << 10
 // decoded, so that an upstream that puts a credential it received into its
 // answer (a name, a message, a session record) cannot have it exported,
 // printed or logged.
-func decodeEnvelope(r io.Reader, d data, forms []string) (env envelope, err error) {
+func decodeEnvelope(r io.Reader, d data, forms [][]byte) (env envelope, err error) {
 	buf := bodyBuffers.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= maxPooledBody { // a long answer's buffer is left to the GC
@@ -628,15 +628,16 @@ func (c *Client) clean(text []byte, more bool, token string) string {
 
 // secretForms lists every form of every credential a request with token
 // sends, computed once per token.
-func (c *Client) secretForms(token string) []string {
+func (c *Client) secretForms(token string) [][]byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.forms == nil || c.formsToken != token {
-		var forms []string // a new slice: callers may still read the old one
+		var forms []string
 		for _, s := range c.secrets(token) {
 			forms = append(forms, secretForms(s)...)
 		}
-		c.forms, c.formsToken = forms, token
+		// A new slice: callers may still read the old one.
+		c.forms, c.formsToken = asBytes(forms), token
 	}
 	return c.forms
 }

@@ -124,13 +124,24 @@ func cut(s string, n int) string {
 	return s[:i] + "..."
 }
 
-// redactAll replaces every one of forms (of secrets: see secretForms) in b
-// with the redaction mark (plain text, valid inside a JSON string).
-func redactAll(b []byte, forms []string) []byte {
+// redactAll replaces every one of forms (of secrets: see secretForms and
+// asBytes) in b with the redaction mark (plain text, valid inside a JSON
+// string).
+func redactAll(b []byte, forms [][]byte) []byte {
 	for _, f := range forms {
-		if bytes.Contains(b, []byte(f)) {
-			b = bytes.ReplaceAll(b, []byte(f), []byte(redacted))
+		if bytes.Contains(b, f) {
+			b = bytes.ReplaceAll(b, f, []byte(redacted))
 		}
 	}
 	return b
+}
+
+// asBytes converts forms once for redactAll, which would otherwise convert
+// (and allocate) each of them for every answer.
+func asBytes(forms []string) [][]byte {
+	out := make([][]byte, len(forms))
+	for i, f := range forms {
+		out[i] = []byte(f)
+	}
+	return out
 }

@@ -66,7 +66,7 @@ func TestSuccessfulAnswersAreRedacted(t *testing.T) {
 	token := "STATIC-T0KEN-abcdef123456/x"
 	body := `{"code":"200","success":true,"data":{"cropId":"corp STATIC-T0KEN-abcdef123456\/x"}}`
 	var c Concurrency
-	_, err := decodeEnvelope(strings.NewReader(body), data{into: &c}, secretForms(token))
+	_, err := decodeEnvelope(strings.NewReader(body), data{into: &c}, asBytes(secretForms(token)))
 	require.NoError(t, err)
 	assert.Equal(t, "corp <redacted>", c.CropID)
 }
