@@ -20,10 +20,12 @@ import (
 //   - else joins the app's flight, the calls under way for another request;
 //   - else waits for a slot of api.max_concurrency and starts a flight.
 //
-// A flight makes the app's calls one after the other on its one slot:
-// getconcurrentNumber, getconcurrentList, then any conversation due for a
-// refresh. A fleet keeps every slot busy all the same, with one slot and
-// no goroutine of its own per app.
+// A flight makes the app's calls (getconcurrentNumber, getconcurrentList,
+// any conversation due for a refresh) on the slot its requester waited
+// for, one after the other, and beside each other on the slots that are
+// free: a fleet keeps every slot busy, and its apps' calls follow each
+// other without a goroutine per call, while a probe, a small fleet and the
+// last apps of a large one have theirs made at once.
 //
 // A flight runs on a context of its own, not on the context of the request
 // that started it, and always runs to its end, each call bounded by
@@ -114,7 +116,7 @@ func (e *Exporter) pick(ctx context.Context, st *appState, arrived time.Time, s 
 		if started {
 			p.res, p.f = r, f
 			close(p.ready)
-			e.fly(f)
+			e.fly(f, s)
 			s.sem.Release(1)
 			return
 		}
@@ -204,20 +206,39 @@ func (e *Exporter) start(st *appState, s settings) *flight {
 	return f
 }
 
-// fly makes the calls of f, one after the other, and lands it.
-func (e *Exporter) fly(f *flight) {
+// fly makes the calls of f and lands it. getconcurrentList is called on
+// the slot of s.sem the caller holds; getconcurrentNumber and each due
+// conversation beside it on a slot of their own when one is free, else
+// one after the other.
+func (e *Exporter) fly(f *flight, s settings) {
 	st := f.st
 	c, ids, life, maxTracked := st.fetchSettings()
 	ctx := context.Background() // every call is bounded by api.timeout
 	r := f.res
-	r.conc, r.concErr = c.Concurrency(ctx)
-	e.logFailure(st, client.EndpointConcurrency, r.concErr)
-	e.listSessions(ctx, st, c, r, ids, life, maxTracked)
-	for _, id := range f.due {
-		conv, err := c.Conversation(ctx, id)
-		e.logFailure(st, client.EndpointConversation, err)
-		st.recordConversation(id, conv, err, e.now())
+	var wg sync.WaitGroup
+	beside := func(call func()) {
+		if s.sem.TryAcquire(1) {
+			wg.Go(func() {
+				defer s.sem.Release(1)
+				call()
+			})
+			return
+		}
+		call()
 	}
+	for _, id := range f.due {
+		beside(func() {
+			conv, err := c.Conversation(ctx, id)
+			e.logFailure(st, client.EndpointConversation, err)
+			st.recordConversation(id, conv, err, e.now())
+		})
+	}
+	beside(func() {
+		r.conc, r.concErr = c.Concurrency(ctx)
+		e.logFailure(st, client.EndpointConcurrency, r.concErr)
+	})
+	e.listSessions(ctx, st, c, r, ids, life, maxTracked)
+	wg.Wait()
 	e.land(f)
 }
 

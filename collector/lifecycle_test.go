@@ -85,7 +85,7 @@ func TestLifecycleOneFetchCountsOnce(t *testing.T) {
 	require.NoError(t, err)
 	// The baseline fetch, shared by two requests.
 	first := e.scrapeAsync(t, context.Background())
-	waitFor(t, "the first call reaches the platform", func() bool { return e.gate.arrived.Load() == 1 })
+	waitFor(t, "the calls reach the platform", func() bool { return e.gate.arrived.Load() == 2 })
 	second := e.scrapeAsync(t, context.Background(), "a")
 	waitFor(t, "the second request joins them", func() bool { return e.shared("in_flight") == 1 })
 	e.gate.release()

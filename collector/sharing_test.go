@@ -70,7 +70,7 @@ func receive(t *testing.T, ch <-chan string) string {
 func TestConcurrentScrapesShareUpstreamCalls(t *testing.T) {
 	e := newGatedEnv(t, appDef{"a", "app-a", "key-a", 5, nil})
 	first := e.scrapeAsync(t, context.Background())
-	waitFor(t, "the first scrape's first call reaches the platform", func() bool { return e.gate.arrived.Load() == 1 })
+	waitFor(t, "the first scrape's calls reach the platform", func() bool { return e.gate.arrived.Load() == 2 })
 	second := e.scrapeAsync(t, context.Background())
 	waitFor(t, "the second scrape joins them", func() bool { return e.shared("in_flight") == 1 })
 	e.gate.release()
@@ -99,7 +99,7 @@ func TestRequesterThatLeavesDoesNotCancelSharedCalls(t *testing.T) {
 			}
 			defer stop()
 			short := e.scrapeAsync(t, shortCtx, "a")
-			waitFor(t, "the short request's first call reaches the platform", func() bool { return e.gate.arrived.Load() == 1 })
+			waitFor(t, "the short request's calls reach the platform", func() bool { return e.gate.arrived.Load() == 2 })
 			long := e.scrapeAsync(t, context.Background())
 			waitFor(t, "the long request joins them", func() bool { return e.shared("in_flight") == 1 })
 			stop()
@@ -136,7 +136,7 @@ func TestLastRequesterLeavingCountsNothing(t *testing.T) {
 			}
 			defer cancel()
 			short := e.scrapeAsync(t, ctx)
-			waitFor(t, "the first call reaches the platform", func() bool { return e.gate.arrived.Load() == 1 })
+			waitFor(t, "the calls reach the platform", func() bool { return e.gate.arrived.Load() == 2 })
 			cancel()
 			assert.Contains(t, receive(t, short), `duix_up{app="a"} 0`)
 			e.gate.release()
@@ -155,7 +155,7 @@ func TestProbesOfOneAppWithDifferentDeadlines(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	first := e.scrapeAsync(t, ctx, "a")
-	waitFor(t, "the first call reaches the platform", func() bool { return e.gate.arrived.Load() == 1 })
+	waitFor(t, "the calls reach the platform", func() bool { return e.gate.arrived.Load() == 2 })
 	second := e.scrapeAsync(t, context.Background(), "a")
 	waitFor(t, "the second probe joins", func() bool { return e.shared("in_flight") == 1 })
 	assert.Contains(t, receive(t, first), `duix_up{app="a"} 0`)
@@ -169,9 +169,9 @@ func TestConcurrentScrapesOfManyAppsMakeOneCallPerEndpointPerApp(t *testing.T) {
 	const n = 60
 	apps := manyApps(n)
 	e := newGatedEnv(t, apps...)
-	setMaxConcurrency(t, e, 4) // 4 apps at a time: the others wait their turn
+	setMaxConcurrency(t, e, 4) // 4 calls at a time: the others wait their turn
 	first := e.scrapeAsync(t, context.Background())
-	waitFor(t, "the first 4 apps' first calls reach the platform", func() bool { return e.gate.arrived.Load() == 4 })
+	waitFor(t, "4 calls reach the platform", func() bool { return e.gate.arrived.Load() == 4 })
 	second := e.scrapeAsync(t, context.Background())
 	waitFor(t, "the second scrape joins the calls under way", func() bool { return e.shared("in_flight") >= 1 })
 	e.gate.release()
