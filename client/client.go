@@ -140,12 +140,12 @@ type dataFunc func(dec *json.Decoder) error
 // data says what to do with an answer's data member. An answer read whole
 // has its data decoded into into (a pointer), in the same pass as the
 // envelope; when that fails, or fits (may be nil) says that what into
-// received is not of the expected shape, and there is a stream, the data is
-// decoded again by stream, whose outcome stands. A long answer goes to
-// stream when there is one, else into.
+// received from the (redacted) body is not of the expected shape, and there
+// is a stream, the data is decoded again by stream, whose outcome stands. A
+// long answer goes to stream when there is one, else into.
 type data struct {
 	into   any
-	fits   func() bool
+	fits   func(body []byte) bool
 	stream dataFunc
 }
 
@@ -360,7 +360,7 @@ func decodeWhole(b []byte, d data) (env envelope, _ error) {
 			*envelopeHead
 			Data any `json:"data"`
 		}{&w, d.into})
-		decoded = d.stream == nil || (err == nil && (d.fits == nil || d.fits()))
+		decoded = d.stream == nil || (err == nil && (d.fits == nil || d.fits(b)))
 		if !decoded {
 			w, err = envelopeHead{}, nil
 		}

@@ -3,10 +3,13 @@ package client_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -538,4 +541,47 @@ func TestEachSessionCallbackErrorIsReturnedAsIs(t *testing.T) {
 	stop := errors.New("stop here")
 	err = f.client().EachSession(context.Background(), client.SessionOptions{}, func(client.Session) error { return stop })
 	assert.Same(t, stop, err)
+}
+
+// An answer that names its data twice is read as encoding/json reads it:
+// the last member wins, whole. Nothing of the records of an earlier member
+// may stay in those of the last, whichever way the list is decoded.
+func TestSessionListNamedTwiceKeepsOnlyTheLast(t *testing.T) {
+	f := newFixture(t, config.AuthHeaderAuthorization)
+	f.sim.SetSessionConversationIDs(false)
+	id, err := f.sim.StartSession(appID, convID)
+	require.NoError(t, err)
+	// The simulator's answer, with an earlier data member put in front.
+	stale := []byte(`{"data":[{"uuid":"stale","conversationId":"stale-conversation","startTime":1}],`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		f.sim.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		if strings.HasSuffix(r.URL.Path, "/"+client.EndpointSessions) {
+			body = append(slices.Clone(stale), body[1:]...)
+		}
+		w.Header().Set("Content-Type", rec.Header().Get("Content-Type"))
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	tr := *f.t
+	tr.BaseURL, err = url.Parse(srv.URL + simulator.BasePath)
+	require.NoError(t, err)
+	c := client.New(&tr, appID, client.NewJWTSource(appID, client.StaticKey(appKey), 0, nil))
+
+	streamed, err := c.Sessions(context.Background()) // KeepRaw: streamed
+	require.NoError(t, err)
+	require.Len(t, streamed, 1)
+	assert.Equal(t, id, streamed[0].ID)
+	assert.Empty(t, streamed[0].ConversationID, "the last list's record names no conversation")
+
+	var counted []client.Session // as the collector counts: one pass
+	require.NoError(t, c.EachSession(context.Background(), client.SessionOptions{}, func(s client.Session) error {
+		counted = append(counted, s)
+		return nil
+	}))
+	require.Len(t, counted, 1)
+	streamed[0].Raw = nil
+	assert.Equal(t, streamed[0], counted[0], "the same session, whichever way the list is decoded")
 }

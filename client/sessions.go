@@ -60,8 +60,10 @@ func sessionData(opts SessionOptions, fn func(Session) error) (d data, rest func
 	}
 	if !opts.KeepRaw {
 		d.into = &list
-		// null is no record: DecodeSessionList refuses it.
-		d.fits = func() bool { return !slices.Contains(list, nil) }
+		// null is no record: DecodeSessionList refuses it. A second data
+		// member would be decoded into the records of the first, leaving
+		// what only the first had; streamed, the last one wins whole.
+		d.fits = func(body []byte) bool { return !slices.Contains(list, nil) && namesDataOnce(body) }
 	}
 	return d, func() error {
 		if streamed {
@@ -74,6 +76,28 @@ func sessionData(opts SessionOptions, fn func(Session) error) (d data, rest func
 		}
 		return nil
 	}
+}
+
+// namesDataOnce reports whether body, a JSON object, has at most one member
+// that encoding/json would take for data: a name equal to "data" in any
+// case (no other letters fold to these four), written without \u escapes.
+// It may count a string value "data" too, never miss a member.
+func namesDataOnce(body []byte) bool {
+	if bytes.Contains(body, []byte(`\u`)) {
+		return false
+	}
+	n := 0
+	for i := bytes.IndexByte(body, '"'); i >= 0 && i+5 < len(body); {
+		if body[i+5] == '"' && bytes.EqualFold(body[i+1:i+5], []byte("data")) {
+			n++
+		}
+		next := bytes.IndexByte(body[i+1:], '"')
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	return n <= 1
 }
 
 // callbackError carries the error of an EachSession callback, so that it
