@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
@@ -423,6 +424,9 @@ func (a *App) validate() error {
 	if a.AppID == "" {
 		return errors.New("app_id is required")
 	}
+	if !utf8.ValidString(a.AppID) {
+		return errors.New("app_id is not valid UTF-8") // it labels series
+	}
 
 	var creds []string
 	if a.AppKey != "" {
@@ -463,6 +467,9 @@ func (a *App) validate() error {
 	for i, id := range a.Conversations {
 		if strings.TrimSpace(id) == "" {
 			return fmt.Errorf("conversations[%d]: must not be empty", i)
+		}
+		if !utf8.ValidString(id) {
+			return fmt.Errorf("conversations[%d]: not valid UTF-8", i) // it labels series
 		}
 		if id != strings.TrimSpace(id) {
 			return fmt.Errorf("conversations[%d]: %q has leading or trailing white space", i, id)

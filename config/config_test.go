@@ -283,6 +283,8 @@ func TestInvalidConfigs(t *testing.T) {
 		{"invalid-missing-name.yml", "apps[2]: name is required"},
 		{"invalid-bad-name.yml", `apps[0]: name "sales team" is not valid`},
 		{"invalid-missing-app-id.yml", `app "sales" (apps[1]): app_id is required`},
+		{"invalid-app-id-not-utf8.yml", `app "sales" (apps[0]): app_id is not valid UTF-8`},
+		{"invalid-conversation-not-utf8.yml", `app "sales" (apps[0]): conversations[1]: not valid UTF-8`},
 		{"invalid-duplicate-name.yml", `app "sales" (apps[1]): duplicate name (also apps[0])`},
 		{"invalid-duplicate-app-id.yml", `app "sales-copy" (apps[1]): duplicate app_id (also used by app "sales" (apps[0]))`},
 		{"invalid-no-credential.yml", `app "sales" (apps[0]): exactly one of app_key, app_key_file, token, token_file must be set, found none`},
