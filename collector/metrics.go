@@ -26,7 +26,7 @@ var (
 		"Facts about the app, value 1: app_id from the configuration, corp_id from cropId of getconcurrentNumber (last value seen).",
 		[]string{"app", "app_id", "corp_id"}, nil)
 	scrapeDurationDesc = prometheus.NewDesc("duix_scrape_duration_seconds",
-		"Wall time of the app's calls to the platform (getconcurrentNumber, getconcurrentList and any conversation refresh, made one after the other) whose result this scrape reports.",
+		"Wall time of the app's calls to the platform (getconcurrentNumber, getconcurrentList and any conversation refresh) whose result this scrape reports.",
 		[]string{"app"}, nil)
 	scrapeErrorsDesc = prometheus.NewDesc("duix_scrape_errors_total",
 		"Failed calls to the platform for the app (any endpoint), by reason: timeout, http, api, decode, auth, network, rate_limited. A series appears with the first failure of its reason.",
