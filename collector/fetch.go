@@ -48,7 +48,7 @@ type flights struct {
 }
 
 // flight is one fetch of an app. Its result is written by the flight's
-// goroutine alone and read once done is closed.
+// calls (see fly) and read once done is closed.
 type flight struct {
 	st   *appState
 	due  []string // the conversations to refresh
@@ -58,12 +58,12 @@ type flight struct {
 
 // fetchAll hands each app's result to each, in the order of apps, as soon
 // as it is there: a scrape's series are gathered while the calls of the
-// apps after it are still under way. Workers,
-// as many as api.max_concurrency, take the apps in order and run the
-// flights they start themselves, as the direct calls of `make load` do.
-// With a goroutine started per flight once its slot was free, the exporter
-// CPU per scrape was 1.56x the direct calls' instead of 1.47x (`make load`,
-// 1000 apps, mean of three runs; docs/performance.md).
+// apps after it are still under way. Workers, as many as
+// api.max_concurrency, take the apps in order and run the flights they
+// start themselves, as the direct calls of `make load` do. With a goroutine
+// started per flight once its slot was free, the exporter CPU per scrape
+// was 1.56x the direct calls' instead of 1.47x (`make load`, 1000 apps,
+// mean of three runs; docs/performance.md).
 func (e *Exporter) fetchAll(ctx context.Context, apps []*appState, s settings, each func(*appState, *result)) {
 	arrived := time.Now()
 	picks := make([]pick, len(apps))
