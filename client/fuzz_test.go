@@ -165,10 +165,17 @@ func sameEnvelope(a, b envelope) bool {
 }
 
 // envelopeOK tells whether decodeEnvelope must accept an object with these
-// members: code a string, number or null; success a boolean or null; data, when
-// decoded as a session list, of an accepted shape.
+// members, read whole: code a string, number or null; success a boolean or
+// null; data, when decoded as a session list, of an accepted shape (the
+// last data member: encoding/json keeps the last).
 func envelopeOK(ms []member) (ok, known bool) {
-	for _, m := range ms {
+	last := -1
+	for i, m := range ms {
+		if m.key == "data" {
+			last = i
+		}
+	}
+	for i, m := range ms {
 		switch m.key {
 		case "code":
 			switch kind(m.val) {
@@ -181,6 +188,9 @@ func envelopeOK(ms []member) (ok, known bool) {
 				return false, true
 			}
 		case "data":
+			if i != last {
+				continue
+			}
 			_, good, decided := wantSessions(m.val)
 			if !decided {
 				return false, false
@@ -191,6 +201,23 @@ func envelopeOK(ms []member) (ok, known bool) {
 		}
 	}
 	return true, true
+}
+
+// dataNamed counts the top-level members of body named data (in any case),
+// read with encoding/json.
+func dataNamed(body []byte) int {
+	ref, ok := firstValue(body)
+	if !ok {
+		return 0
+	}
+	ms, _ := members(ref)
+	n := 0
+	for _, m := range ms {
+		if m.key == "data" {
+			n++
+		}
+	}
+	return n
 }
 
 // checkOnePass decodes body as EachSession does and as a stream, and
@@ -230,7 +257,9 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		env3, err3 := decodeStream(bytes.NewReader(body), func(dec *json.Decoder) error {
 			return DecodeSessionList(dec, SessionOptions{}, func(Session) error { return nil })
 		})
-		if (err == nil) != (err3 == nil) || (err == nil && !sameEnvelope(env, env3)) {
+		// Except when data is named more than once: read whole, the last
+		// member is decoded (as encoding/json does); streamed, each in turn.
+		if dataNamed(body) <= 1 && ((err == nil) != (err3 == nil) || (err == nil && !sameEnvelope(env, env3))) {
 			t.Fatalf("read whole: %+v, %v; streamed: %+v, %v\n%q", env, err, env3, err3, body)
 		}
 		// As EachSession decodes it (one pass for an array of records):
