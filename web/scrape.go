@@ -151,10 +151,11 @@ func (h *scrapeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// process registry, which then include this scrape's calls.
 		g = merged{reg, h.process}
 	}
-	promhttp.HandlerFor(writeBound{g, boundWrite}, promhttp.HandlerOpts{
-		ErrorLog:      &promhttpLogger{l: h.logger},
-		ErrorHandling: promhttp.ContinueOnError,
-	}).ServeHTTP(w, r)
+	gzipped(promhttp.HandlerFor(writeBound{g, boundWrite}, promhttp.HandlerOpts{
+		ErrorLog:           &promhttpLogger{l: h.logger},
+		ErrorHandling:      promhttp.ContinueOnError,
+		DisableCompression: true,
+	})).ServeHTTP(w, r)
 }
 
 // merged gathers two registries whose metric families have different

@@ -1,0 +1,103 @@
+package web
+
+import (
+	"compress/gzip"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// gzipped serves next compressed with gzip at gzip.BestSpeed when the
+// request accepts it, as Prometheus' scrapes do. promhttp compresses at the
+// default level: at 1000 apps, the exposition alone (no call made) cost
+// 43 ms of CPU per scrape with it and 37 ms with this, for an answer 5%
+// larger (docs/performance.md). An error answer is not compressed.
+func gzipped(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Vary", "Accept-Encoding")
+		if !acceptsGzip(r.Header) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		gz := gzipWriters.Get().(*gzip.Writer)
+		gz.Reset(w)
+		defer func() {
+			gz.Reset(nil) // holds no response once back in the pool
+			gzipWriters.Put(gz)
+		}()
+		gw := &gzipResponse{ResponseWriter: w, gz: gz}
+		next.ServeHTTP(gw, r)
+		if gw.compressing {
+			_ = gz.Close() // a failed write was already seen by the handler
+		}
+	})
+}
+
+var gzipWriters = sync.Pool{New: func() any {
+	gz, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed) // a valid level: no error
+	return gz
+}}
+
+// gzipResponse compresses what a handler writes, unless it answers with an
+// error: an error page goes out as it is.
+type gzipResponse struct {
+	http.ResponseWriter
+	gz          *gzip.Writer
+	wrote       bool
+	compressing bool
+}
+
+func (g *gzipResponse) WriteHeader(code int) {
+	if !g.wrote {
+		g.wrote = true
+		if code == http.StatusOK && g.Header().Get("Content-Encoding") == "" {
+			g.compressing = true
+			g.Header().Set("Content-Encoding", "gzip")
+			g.Header().Del("Content-Length")
+		}
+	}
+	g.ResponseWriter.WriteHeader(code)
+}
+
+func (g *gzipResponse) Write(b []byte) (int, error) {
+	if !g.wrote {
+		g.WriteHeader(http.StatusOK)
+	}
+	if g.compressing {
+		return g.gz.Write(b)
+	}
+	return g.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (write
+// deadlines).
+func (g *gzipResponse) Unwrap() http.ResponseWriter { return g.ResponseWriter }
+
+// acceptsGzip reports whether Accept-Encoding names gzip (or *) with a
+// quality above 0 that no identity entry beats.
+func acceptsGzip(h http.Header) bool {
+	gzipQ, identityQ := -1.0, -1.0
+	for _, v := range h.Values("Accept-Encoding") {
+		for _, part := range strings.Split(v, ",") {
+			coding, params, _ := strings.Cut(part, ";")
+			q := 1.0
+			if name, value, ok := strings.Cut(strings.TrimSpace(params), "="); ok && strings.EqualFold(strings.TrimSpace(name), "q") {
+				f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+				if err != nil || f < 0 || f > 1 {
+					continue
+				}
+				q = f
+			}
+			switch coding = strings.ToLower(strings.TrimSpace(coding)); coding {
+			case "gzip", "x-gzip":
+				gzipQ = max(gzipQ, q)
+			case "*":
+				gzipQ = max(gzipQ, q)
+			case "identity":
+				identityQ = max(identityQ, q)
+			}
+		}
+	}
+	return gzipQ > 0 && gzipQ >= identityQ
+}

@@ -1,0 +1,100 @@
+package web
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestAcceptsGzipFollowsTheQualities(t *testing.T) {
+	for _, c := range []struct {
+		header []string
+		want   bool
+	}{
+		{nil, false},
+		{[]string{""}, false},
+		{[]string{"gzip"}, true},
+		{[]string{"GZip"}, true},
+		{[]string{"x-gzip"}, true},
+		{[]string{"gzip, deflate, br"}, true},
+		{[]string{"br", "gzip;q=0.5"}, true},
+		{[]string{"*"}, true},
+		{[]string{"identity"}, false},
+		{[]string{"br, deflate"}, false},
+		{[]string{"gzip;q=0"}, false},
+		{[]string{"gzip; q=0.000"}, false},
+		{[]string{"*;q=0"}, false},
+		{[]string{"gzip;q=0.5, identity"}, false},
+		{[]string{"gzip, identity;q=0.5"}, true},
+		{[]string{"gzip;q=1, identity;q=1"}, true},
+		{[]string{"gzip;q=abc"}, false},
+		{[]string{"gzip;q=2"}, false},
+		{[]string{"gzip;q=-1"}, false},
+		{[]string{"gzip;q=NaN"}, false},
+		{[]string{",,;;gzip"}, false},
+	} {
+		h := http.Header{}
+		for _, v := range c.header {
+			h.Add("Accept-Encoding", v)
+		}
+		assert.Equal(t, c.want, acceptsGzip(h), "%q", c.header)
+	}
+}
+
+// rawGet fetches path without the transparent decompression of net/http.
+func rawGet(t *testing.T, s *server, path string, header ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.url+path, nil)
+	require.NoError(t, err)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Add(header[i], header[i+1])
+	}
+	resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, b
+}
+
+func TestScrapesAreGzippedOnlyWhenAccepted(t *testing.T) {
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{})
+	for _, path := range []string{"/metrics", "/probe?app=museum-guide"} {
+		resp, b := rawGet(t, s, path, "Accept-Encoding", "gzip")
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		assert.Equal(t, "gzip", resp.Header.Get("Content-Encoding"), path)
+		assert.Contains(t, resp.Header.Values("Vary"), "Accept-Encoding", path)
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		require.NoError(t, err, path)
+		text, err := io.ReadAll(zr)
+		require.NoError(t, err, "%s: a whole gzip stream", path)
+		assert.Equal(t, 1.0, samples(t, string(text))["duix_up"]["app=museum-guide"], path)
+
+		resp, b = rawGet(t, s, path, "Accept-Encoding", "gzip;q=0, identity")
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		assert.Empty(t, resp.Header.Get("Content-Encoding"), path)
+		assert.Contains(t, resp.Header.Values("Vary"), "Accept-Encoding", path)
+		assert.Equal(t, 1.0, samples(t, string(b))["duix_up"]["app=museum-guide"], path)
+	}
+}
+
+func TestRefusedScrapesAreNotGzipped(t *testing.T) {
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{})
+	for _, path := range []string{"/probe", "/probe?app=no-such-app"} {
+		resp, b := rawGet(t, s, path, "Accept-Encoding", "gzip")
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, path)
+		assert.Empty(t, resp.Header.Get("Content-Encoding"), path)
+		assert.Contains(t, string(b), "app", path)
+	}
+	resp, b := rawGet(t, s, "/metrics", "Accept-Encoding", "gzip", timeoutHeader, "0.05")
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Empty(t, resp.Header.Get("Content-Encoding"))
+	assert.Contains(t, string(b), "scrape timeout too short")
+}
