@@ -104,16 +104,37 @@ type sample struct {
 // Desc implements prometheus.Metric.
 func (s *sample) Desc() *prometheus.Desc { return s.desc }
 
-// Write implements prometheus.Metric.
+// Write implements prometheus.Metric. The value is allocated with its
+// Gauge (or Counter) rather than pointed to in the sample, so that the
+// sample is garbage once written: the registry holds every written metric
+// until the answer is encoded, and at 5000 apps the samples it kept alive
+// were 2.6 MB of a scrape's peak heap.
 func (s *sample) Write(out *dto.Metric) error {
 	out.Label = s.pairs
 	if s.counter {
-		out.Counter = &dto.Counter{Value: &s.v}
+		c := &counterValue{v: s.v}
+		c.c.Value = &c.v
+		out.Counter = &c.c
 	} else {
-		out.Gauge = &dto.Gauge{Value: &s.v}
+		g := &gaugeValue{v: s.v}
+		g.g.Value = &g.v
+		out.Gauge = &g.g
 	}
 	return nil
 }
+
+// gaugeValue and counterValue are a dto value and the float it points to,
+// in one allocation.
+type (
+	gaugeValue struct {
+		g dto.Gauge
+		v float64
+	}
+	counterValue struct {
+		c dto.Counter
+		v float64
+	}
+)
 
 // The label names of samples, which their pairs point to.
 var (
