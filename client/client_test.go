@@ -565,9 +565,9 @@ func TestSessionListNamedTwiceKeepsOnlyTheLast(t *testing.T) {
 		_, _ = w.Write(body)
 	}))
 	t.Cleanup(srv.Close)
-	tr := *f.t
-	tr.BaseURL, err = url.Parse(srv.URL + simulator.BasePath)
+	base, err := url.Parse(srv.URL + simulator.BasePath)
 	require.NoError(t, err)
+	tr := client.Transport{HTTP: f.t.HTTP, BaseURL: base, HeaderStyle: f.t.HeaderStyle, Timeout: f.t.Timeout, Metrics: f.t.Metrics}
 	c := client.New(&tr, appID, client.NewJWTSource(appID, client.StaticKey(appKey), 0, nil))
 
 	streamed, err := c.Sessions(context.Background()) // KeepRaw: streamed

@@ -137,11 +137,21 @@ func redactAll(b []byte, forms [][]byte) []byte {
 }
 
 // asBytes converts forms once for redactAll, which would otherwise convert
-// (and allocate) each of them for every answer.
+// (and allocate) each of them for every answer. A form found in an earlier
+// one (each part of a token) shares its bytes: at 5000 apps, the copies of
+// the parts were 0.9 MB of live heap.
 func asBytes(forms []string) [][]byte {
 	out := make([][]byte, len(forms))
 	for i, f := range forms {
-		out[i] = []byte(f)
+		for j := range i {
+			if k := strings.Index(forms[j], f); k >= 0 {
+				out[i] = out[j][k : k+len(f) : k+len(f)]
+				break
+			}
+		}
+		if out[i] == nil {
+			out[i] = []byte(f)
+		}
 	}
 	return out
 }

@@ -70,3 +70,30 @@ func TestSuccessfulAnswersAreRedacted(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "corp <redacted>", c.CropID)
 }
+
+// The bytes of every form are the form, whether copied or shared with an
+// earlier form, and a shared part cannot be appended into its whole.
+func TestAsBytesKeepsEveryFormWhole(t *testing.T) {
+	token := "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJhcHBJZCI6ImEvYiJ9.c2lnbmF0dXJlLXdpdGgtLXNsYXNoZXMvLw"
+	forms := append(secretForms(token), secretForms("key/with\"quote")...)
+	require.Greater(t, len(forms), 5)
+	got := asBytes(forms)
+	require.Len(t, got, len(forms))
+	for i, f := range forms {
+		assert.Equal(t, f, string(got[i]), i)
+	}
+	for i := 1; i < 4; i++ {
+		require.Contains(t, token, forms[i], "a part of the token")
+		got[i] = append(got[i], 'x')
+	}
+	assert.Equal(t, token, string(got[0]), "appending to a part leaves the whole token as it was")
+	assert.Equal(t, forms[4:], toStrings(got[4:]), "nor any other form")
+}
+
+func toStrings(b [][]byte) []string {
+	out := make([]string, len(b))
+	for i := range b {
+		out[i] = string(b[i])
+	}
+	return out
+}

@@ -39,7 +39,7 @@ func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
 // shape, and a long answer, is streamed by DecodeSessionList.
 func (c *Client) EachSession(ctx context.Context, opts SessionOptions, fn func(Session) error) error {
 	d, rest := sessionData(opts, fn)
-	if _, err := c.do(ctx, EndpointSessions, c.sessionsURL, d); err != nil {
+	if _, err := c.do(ctx, EndpointSessions, c.t.scrapeURL(EndpointSessions, c.appQuery), d); err != nil {
 		return err
 	}
 	return rest()
