@@ -98,3 +98,63 @@ func TestRefusedScrapesAreNotGzipped(t *testing.T) {
 	assert.Empty(t, resp.Header.Get("Content-Encoding"))
 	assert.Contains(t, string(b), "scrape timeout too short")
 }
+
+// Simultaneous scrapes share the pool of gzip writers: each answer is a
+// whole gzip stream of its own exposition.
+func TestSimultaneousGzippedScrapesAreEachWhole(t *testing.T) {
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{})
+	const n = 8
+	type answer struct {
+		body []byte
+		err  error
+	}
+	answers := make(chan answer, n)
+	hc := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	for range n {
+		go func() {
+			req, err := http.NewRequest(http.MethodGet, s.url+"/metrics", nil)
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			req.Header.Set("Accept-Encoding", "gzip")
+			resp, err := hc.Do(req)
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			answers <- answer{b, err}
+		}()
+	}
+	for range n {
+		a := <-answers
+		require.NoError(t, a.err)
+		zr, err := gzip.NewReader(bytes.NewReader(a.body))
+		require.NoError(t, err)
+		text, err := io.ReadAll(zr)
+		require.NoError(t, err)
+		m := samples(t, string(text))
+		for _, app := range []string{"support-desk", "sales-avatar", "museum-guide"} {
+			assert.Equal(t, 1.0, m["duix_up"]["app="+app], app)
+		}
+	}
+}
+
+func TestHeadOfAGzippedScrapeHasNoBody(t *testing.T) {
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{})
+	req, err := http.NewRequest(http.MethodHead, s.url+"/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "gzip", resp.Header.Get("Content-Encoding"))
+	assert.Empty(t, b)
+}
