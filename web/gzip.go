@@ -90,9 +90,7 @@ func acceptsGzip(h http.Header) bool {
 				q = f
 			}
 			switch coding = strings.ToLower(strings.TrimSpace(coding)); coding {
-			case "gzip", "x-gzip":
-				gzipQ = max(gzipQ, q)
-			case "*":
+			case "gzip", "x-gzip", "*":
 				gzipQ = max(gzipQ, q)
 			case "identity":
 				identityQ = max(identityQ, q)

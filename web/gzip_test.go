@@ -46,18 +46,30 @@ func TestAcceptsGzipFollowsTheQualities(t *testing.T) {
 	}
 }
 
-// rawGet fetches path without the transparent decompression of net/http.
-func rawGet(t *testing.T, s *server, path string, header ...string) (*http.Response, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, s.url+path, nil)
-	require.NoError(t, err)
+// rawFetch sends method path with the headers given as name, value pairs,
+// without the transparent decompression of net/http; it is safe to call
+// from any goroutine.
+func rawFetch(s *server, method, path string, header ...string) (*http.Response, []byte, error) {
+	req, err := http.NewRequest(method, s.url+path, nil)
+	if err != nil {
+		return nil, nil, err
+	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Add(header[i], header[i+1])
 	}
 	resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, nil, err
+	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
+	return resp, b, err
+}
+
+// rawGet is rawFetch of a GET that must succeed.
+func rawGet(t *testing.T, s *server, path string, header ...string) (*http.Response, []byte) {
+	t.Helper()
+	resp, b, err := rawFetch(s, http.MethodGet, path, header...)
 	require.NoError(t, err)
 	return resp, b
 }
@@ -110,22 +122,9 @@ func TestSimultaneousGzippedScrapesAreEachWhole(t *testing.T) {
 		err  error
 	}
 	answers := make(chan answer, n)
-	hc := &http.Client{Transport: &http.Transport{DisableCompression: true}}
 	for range n {
 		go func() {
-			req, err := http.NewRequest(http.MethodGet, s.url+"/metrics", nil)
-			if err != nil {
-				answers <- answer{err: err}
-				return
-			}
-			req.Header.Set("Accept-Encoding", "gzip")
-			resp, err := hc.Do(req)
-			if err != nil {
-				answers <- answer{err: err}
-				return
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
+			_, b, err := rawFetch(s, http.MethodGet, "/metrics", "Accept-Encoding", "gzip")
 			answers <- answer{b, err}
 		}()
 	}
@@ -146,13 +145,7 @@ func TestSimultaneousGzippedScrapesAreEachWhole(t *testing.T) {
 func TestHeadOfAGzippedScrapeHasNoBody(t *testing.T) {
 	p := startPlatform(t)
 	s := serve(t, p.config, Options{})
-	req, err := http.NewRequest(http.MethodHead, s.url+"/metrics", nil)
-	require.NoError(t, err)
-	req.Header.Set("Accept-Encoding", "gzip")
-	resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	resp, b, err := rawFetch(s, http.MethodHead, "/metrics", "Accept-Encoding", "gzip")
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, "gzip", resp.Header.Get("Content-Encoding"))
