@@ -2,9 +2,12 @@ package collector
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+	"weak"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -144,10 +147,59 @@ var (
 
 // labelPair is the pair of a label name (one of the above) and a value;
 // a value from the platform must have been through labelValue. A pair may
-// be shared by the pairs of several samples.
+// be shared by the pairs of several samples. The pair and its value are
+// one allocation.
 func labelPair(name *string, value string) *dto.LabelPair {
-	return &dto.LabelPair{Name: name, Value: &value}
+	return &newPair(name, value).p
 }
+
+// pair is a label pair with the value it points to.
+type pair struct {
+	p dto.LabelPair
+	v string
+}
+
+func newPair(name *string, value string) *pair {
+	lp := &pair{v: value}
+	lp.p.Name, lp.p.Value = name, &lp.v
+	return lp
+}
+
+// sharedPair returns the pair of a value that apps or conversations may
+// have in common (a corp ID, a language, a model, a voice, a name): one
+// pair, held by every sample that has it, as long as one does. At 5000
+// apps with one conversation each, that halved the label pairs the
+// exporter keeps between scrapes (docs/performance.md).
+func sharedPair(name *string, value string) *dto.LabelPair {
+	k := pairKey{name, value}
+	sharedPairs.mu.Lock()
+	defer sharedPairs.mu.Unlock()
+	if lp := sharedPairs.m[k].Value(); lp != nil {
+		return &lp.p
+	}
+	lp := newPair(name, value)
+	w := weak.Make(lp)
+	sharedPairs.m[k] = w
+	runtime.AddCleanup(lp, func(k pairKey) {
+		sharedPairs.mu.Lock()
+		defer sharedPairs.mu.Unlock()
+		if sharedPairs.m[k] == w { // not since replaced
+			delete(sharedPairs.m, k)
+		}
+	}, k)
+	return &lp.p
+}
+
+type pairKey struct {
+	name  *string
+	value string
+}
+
+// sharedPairs are the pairs handed out by sharedPair and still held.
+var sharedPairs = struct {
+	mu sync.Mutex
+	m  map[pairKey]weak.Pointer[pair]
+}{m: map[pairKey]weak.Pointer[pair]{}}
 
 // labelPairs sorts pairs by name, as the registry wants them.
 func labelPairs(pairs ...*dto.LabelPair) []*dto.LabelPair {

@@ -95,7 +95,7 @@ func newAppState(name, appID string) *appState {
 // callers hold st.mu (or own st).
 func (st *appState) setCorpID(id string) {
 	st.corpID = id
-	st.infoPairs = labelPairs(st.pairs[0], labelPair(&labelAppID, st.appID), labelPair(&labelCorpID, labelValue(id)))
+	st.infoPairs = labelPairs(st.pairs[0], labelPair(&labelAppID, st.appID), sharedPair(&labelCorpID, labelValue(id)))
 }
 
 func (st *appState) client() *client.Client {
@@ -201,10 +201,10 @@ func (st *appState) recordConversation(id string, details *client.Conversation, 
 	if err == nil {
 		cv.known, cv.maxConv, cv.refreshed = true, details.MaxConversation, now
 		cv.infoPairs = labelPairs(append([]*dto.LabelPair{
-			labelPair(&labelLanguage, labelValue(details.Language)),
-			labelPair(&labelModelName, labelValue(details.DetailDto.ModelName)),
-			labelPair(&labelName, labelValue(details.ConversationName)),
-			labelPair(&labelTTSName, labelValue(details.DetailDto.TtsName)),
+			sharedPair(&labelLanguage, labelValue(details.Language)),
+			sharedPair(&labelModelName, labelValue(details.DetailDto.ModelName)),
+			sharedPair(&labelName, labelValue(details.ConversationName)),
+			sharedPair(&labelTTSName, labelValue(details.DetailDto.TtsName)),
 		}, cv.pairs...)...)
 	}
 }
