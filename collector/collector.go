@@ -168,8 +168,8 @@ func newPair(name *string, value string) *pair {
 // sharedPair returns the pair of a value that apps or conversations may
 // have in common (a corp ID, a language, a model, a voice, a name): one
 // pair, held by every sample that has it, as long as one does. At 5000
-// apps with one conversation each, that halved the label pairs the
-// exporter keeps between scrapes (docs/performance.md).
+// apps with one conversation each, the live heap between scrapes went from
+// 15 to 12 MB (docs/performance.md).
 func sharedPair(name *string, value string) *dto.LabelPair {
 	k := pairKey{name, value}
 	sharedPairs.mu.Lock()
