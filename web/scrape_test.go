@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -199,6 +202,84 @@ func TestScrapeLimitIsSharedByMetricsAndProbe(t *testing.T) {
 		code, _ := s.get(t, "/probe?app=museum-guide", "X-Prometheus-Scrape-Timeout-Seconds", "2")
 		return code == http.StatusOK
 	}, hangTimeout, 20*time.Millisecond, "the slot is freed when the scrape ends")
+}
+
+// Simultaneous scrapes, in the text and the protobuf formats, read and
+// encode the label pairs and values that samples share (the race detector
+// is on in make test) and agree on every app's series.
+func TestSimultaneousScrapesInBothFormatsAgree(t *testing.T) {
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{})
+	const protobuf = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+	type answer struct {
+		format expfmt.Format
+		body   []byte
+		err    error
+	}
+	answers := make(chan answer, 8)
+	for i := range cap(answers) {
+		go func() {
+			accept := "text/plain;version=0.0.4"
+			if i%2 == 1 {
+				accept = protobuf
+			}
+			req, err := http.NewRequest(http.MethodGet, s.url+"/metrics", nil)
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			req.Header.Set("Accept", accept)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			answers <- answer{expfmt.ResponseFormat(resp.Header), b, err}
+		}()
+	}
+	formats := map[expfmt.FormatType]int{}
+	var limits, info map[string]float64
+	for range cap(answers) {
+		a := <-answers
+		require.NoError(t, a.err)
+		formats[a.format.FormatType()]++
+		dec := expfmt.NewDecoder(bytes.NewReader(a.body), a.format)
+		apps := map[string]map[string]float64{}
+		for {
+			var mf dto.MetricFamily
+			if err := dec.Decode(&mf); err == io.EOF {
+				break
+			} else {
+				require.NoError(t, err)
+			}
+			if !strings.HasPrefix(mf.GetName(), "duix_app_") && mf.GetName() != "duix_up" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				var labels []string
+				for _, lp := range m.GetLabel() {
+					labels = append(labels, lp.GetName()+"="+lp.GetValue())
+				}
+				if apps[mf.GetName()] == nil {
+					apps[mf.GetName()] = map[string]float64{}
+				}
+				apps[mf.GetName()][strings.Join(labels, ",")] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			}
+		}
+		for _, app := range []string{"support-desk", "sales-avatar", "museum-guide"} {
+			assert.Equal(t, 1.0, apps["duix_up"]["app="+app], app)
+			assert.Positive(t, apps["duix_app_concurrency_limit"]["app="+app], app)
+		}
+		if limits == nil {
+			limits, info = apps["duix_app_concurrency_limit"], apps["duix_app_info"]
+		}
+		assert.Equal(t, limits, apps["duix_app_concurrency_limit"], "every answer has the same allowances")
+		assert.Equal(t, info, apps["duix_app_info"], "and the same info labels")
+	}
+	assert.Len(t, info, 3)
+	assert.Equal(t, map[expfmt.FormatType]int{expfmt.TypeTextPlain: 4, expfmt.TypeProtoDelim: 4}, formats)
 }
 
 // The two registries of /metrics are listed as one: every family once, by
