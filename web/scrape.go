@@ -97,6 +97,7 @@ type scrapeSlots chan struct{}
 type scrapeHandler struct {
 	exp     *collector.Exporter
 	process prometheus.Gatherer // nil: the apps' metrics only
+	shared  *sharedGathering    // nil: every request gathers on its own
 	slots   scrapeSlots
 	offset  time.Duration
 	margin  time.Duration // past the scrape's deadline, to write the answer
@@ -150,6 +151,9 @@ func (h *scrapeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The apps first: their calls update the client metrics of the
 		// process registry, which then include this scrape's calls.
 		g = merged{reg, h.process}
+	}
+	if h.shared != nil {
+		g = shared{h.shared, ctx, g}
 	}
 	gzipped(promhttp.HandlerFor(writeBound{g, boundWrite}, promhttp.HandlerOpts{
 		ErrorLog:           &promhttpLogger{l: h.logger},

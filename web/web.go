@@ -54,13 +54,15 @@ func NewHandler(exp *collector.Exporter, process prometheus.Gatherer, reload fun
 	if o.MaxRequests > 0 {
 		slots = make(scrapeSlots, o.MaxRequests)
 	}
-	scrape := func(process prometheus.Gatherer, apps func(*http.Request) ([]string, error)) http.Handler {
-		return &scrapeHandler{exp: exp, process: process, slots: slots, offset: o.TimeoutOffset, margin: margin, logger: logger, apps: apps}
+	scrape := func(process prometheus.Gatherer, shared *sharedGathering, apps func(*http.Request) ([]string, error)) http.Handler {
+		return &scrapeHandler{exp: exp, process: process, shared: shared, slots: slots, offset: o.TimeoutOffset, margin: margin, logger: logger, apps: apps}
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle(o.TelemetryPath, scrape(process, metricsApps))
-	mux.Handle("/probe", scrape(nil, probeApps(exp)))
+	// Requests of /metrics ask for the same apps, and may share a gathering;
+	// a probe gathers its app alone.
+	mux.Handle(o.TelemetryPath, scrape(process, &sharedGathering{}, metricsApps))
+	mux.Handle("/probe", scrape(nil, nil, probeApps(exp)))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "Healthy")
 	})

@@ -1,0 +1,208 @@
+package web
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// gatherer is a Gatherer whose gatherings the test starts, sees begin and
+// ends: each returns one family named after the gatherer.
+type gatherer struct {
+	name    string
+	began   chan struct{} // a value per gathering begun
+	release chan struct{} // a gathering ends when it receives
+}
+
+func newGatherer(name string, blocking bool) *gatherer {
+	g := &gatherer{name: name, began: make(chan struct{}, 10), release: make(chan struct{})}
+	if !blocking {
+		close(g.release)
+	}
+	return g
+}
+
+func (g *gatherer) Gather() ([]*dto.MetricFamily, error) {
+	g.began <- struct{}{}
+	<-g.release
+	return []*dto.MetricFamily{{Name: &g.name}}, nil
+}
+
+// gathered is the outcome of a gathering started by start.
+type gathered struct {
+	mfs []*dto.MetricFamily
+	err error
+}
+
+// start gathers in the background with a deadline timeout from now.
+func start(ctx context.Context, s *sharedGathering, timeout time.Duration, own *gatherer) (<-chan gathered, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	out := make(chan gathered, 1)
+	go func() {
+		mfs, err := s.gather(ctx, own)
+		out <- gathered{mfs, err}
+	}()
+	return out, cancel
+}
+
+// waitBegun waits until g has begun a gathering.
+func waitBegun(t *testing.T, g *gatherer) {
+	t.Helper()
+	select {
+	case <-g.began:
+	case <-time.After(hangTimeout):
+		require.FailNow(t, "the gathering did not begin")
+	}
+}
+
+// joined waits until n requests wait for the gathering under way.
+func joined(t *testing.T, s *sharedGathering, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.cur != nil && s.cur.joined == n
+	}, hangTimeout, time.Millisecond)
+}
+
+// names waits for the outcome of a gathering and returns the names of its
+// families.
+func names(t *testing.T, ch <-chan gathered) []string {
+	t.Helper()
+	var r gathered
+	select {
+	case r = <-ch:
+	case <-time.After(hangTimeout):
+		require.FailNow(t, "the gathering did not end")
+	}
+	require.NoError(t, r.err)
+	var out []string
+	for _, mf := range r.mfs {
+		out = append(out, mf.GetName())
+	}
+	return out
+}
+
+func TestRequestsWithLaterDeadlinesShareTheGatheringUnderWay(t *testing.T) {
+	var s sharedGathering
+	first, second, third := newGatherer("first", true), newGatherer("second", true), newGatherer("third", true)
+	a, cancelA := start(t.Context(), &s, time.Hour, first)
+	defer cancelA()
+	waitBegun(t, first)
+	b, cancelB := start(t.Context(), &s, 2*time.Hour, second)
+	defer cancelB()
+	c, cancelC := start(t.Context(), &s, 2*time.Hour, third)
+	defer cancelC()
+	joined(t, &s, 2)
+
+	close(first.release)
+	for _, r := range []<-chan gathered{a, b, c} {
+		assert.Equal(t, []string{"first"}, names(t, r))
+	}
+	assert.Empty(t, second.began, "the second request did not gather")
+	assert.Empty(t, third.began, "nor the third")
+
+	// Once it has ended, the next request gathers anew.
+	d, cancelD := start(t.Context(), &s, time.Hour, newGatherer("fourth", false))
+	defer cancelD()
+	assert.Equal(t, []string{"fourth"}, names(t, d))
+}
+
+func TestRequestWithAnEarlierDeadlineGathersOnItsOwn(t *testing.T) {
+	var s sharedGathering
+	first := newGatherer("first", true)
+	a, cancelA := start(t.Context(), &s, time.Hour, first)
+	defer cancelA()
+	waitBegun(t, first)
+	b, cancelB := start(t.Context(), &s, time.Minute, newGatherer("second", false))
+	defer cancelB()
+	assert.Equal(t, []string{"second"}, names(t, b), "answered while the first still gathers")
+	close(first.release)
+	assert.Equal(t, []string{"first"}, names(t, a))
+}
+
+func TestWaitEndsAtTheRequestsOwnDeadline(t *testing.T) {
+	var s sharedGathering
+	first, second := newGatherer("first", true), newGatherer("second", false)
+	a, cancelA := start(t.Context(), &s, time.Hour, first)
+	defer cancelA()
+	waitBegun(t, first)
+	// The second one's context ends (as its deadline would) while it
+	// waits: it gathers on its own rather than wait on.
+	ctx, cancel := context.WithCancel(t.Context())
+	b, cancelB := start(ctx, &s, 2*time.Hour, second)
+	defer cancelB()
+	joined(t, &s, 1)
+	cancel()
+	assert.Equal(t, []string{"second"}, names(t, b))
+	close(first.release)
+	assert.Equal(t, []string{"first"}, names(t, a))
+}
+
+func TestGatheringCutShortByItsClientIsNotShared(t *testing.T) {
+	var s sharedGathering
+	first, second := newGatherer("first", true), newGatherer("second", false)
+	a, cancelA := start(t.Context(), &s, time.Hour, first)
+	waitBegun(t, first)
+	b, cancelB := start(t.Context(), &s, 2*time.Hour, second)
+	defer cancelB()
+	joined(t, &s, 1)
+	cancelA() // the first request's client leaves during the gathering
+	close(first.release)
+	assert.Equal(t, []string{"first"}, names(t, a))
+	assert.Equal(t, []string{"second"}, names(t, b), "gathered on its own")
+}
+
+func TestPanickingGatheringReleasesItsWaiters(t *testing.T) {
+	var s sharedGathering
+	panicking := make(chan struct{})
+	began := make(chan struct{})
+	leader := make(chan any, 1)
+	go func() {
+		defer func() { leader <- recover() }()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+		defer cancel()
+		_, _ = s.gather(ctx, gatherFunc(func() ([]*dto.MetricFamily, error) {
+			close(began)
+			<-panicking
+			panic("collector bug")
+		}))
+	}()
+	select {
+	case <-began:
+	case <-time.After(hangTimeout):
+		require.FailNow(t, "the gathering did not begin")
+	}
+	b, cancelB := start(t.Context(), &s, 2*time.Hour, newGatherer("second", false))
+	defer cancelB()
+	joined(t, &s, 1)
+	close(panicking)
+	select {
+	case p := <-leader:
+		assert.Equal(t, "collector bug", p)
+	case <-time.After(hangTimeout):
+		require.FailNow(t, "the panicking gathering did not end")
+	}
+	assert.Equal(t, []string{"second"}, names(t, b), "gathered on its own")
+}
+
+func TestRequestWithoutDeadlineGathersOnItsOwn(t *testing.T) {
+	var s sharedGathering
+	first := newGatherer("first", true)
+	a, cancelA := start(t.Context(), &s, time.Hour, first)
+	defer cancelA()
+	waitBegun(t, first)
+	mfs, err := s.gather(t.Context(), newGatherer("second", false))
+	require.NoError(t, err)
+	assert.Equal(t, "second", mfs[0].GetName())
+	close(first.release)
+	assert.Equal(t, []string{"first"}, names(t, a))
+}
+
+type gatherFunc func() ([]*dto.MetricFamily, error)
+
+func (f gatherFunc) Gather() ([]*dto.MetricFamily, error) { return f() }
