@@ -59,6 +59,17 @@ func waitBegun(t *testing.T, g *gatherer) {
 	}
 }
 
+// lead starts a gathering that lasts until the test releases first, with
+// an hour's deadline, and waits until it has begun.
+func lead(t *testing.T, s *sharedGathering) (first *gatherer, a <-chan gathered, cancelA context.CancelFunc) {
+	t.Helper()
+	first = newGatherer("first", true)
+	a, cancelA = start(t.Context(), s, time.Hour, first)
+	t.Cleanup(cancelA)
+	waitBegun(t, first)
+	return first, a, cancelA
+}
+
 // joined waits until n requests wait for the gathering under way.
 func joined(t *testing.T, s *sharedGathering, n int) {
 	t.Helper()
@@ -89,10 +100,8 @@ func names(t *testing.T, ch <-chan gathered) []string {
 
 func TestRequestsWithLaterDeadlinesShareTheGatheringUnderWay(t *testing.T) {
 	var s sharedGathering
-	first, second, third := newGatherer("first", true), newGatherer("second", true), newGatherer("third", true)
-	a, cancelA := start(t.Context(), &s, time.Hour, first)
-	defer cancelA()
-	waitBegun(t, first)
+	first, a, _ := lead(t, &s)
+	second, third := newGatherer("second", true), newGatherer("third", true)
 	b, cancelB := start(t.Context(), &s, 2*time.Hour, second)
 	defer cancelB()
 	c, cancelC := start(t.Context(), &s, 2*time.Hour, third)
@@ -114,10 +123,7 @@ func TestRequestsWithLaterDeadlinesShareTheGatheringUnderWay(t *testing.T) {
 
 func TestRequestWithAnEarlierDeadlineGathersOnItsOwn(t *testing.T) {
 	var s sharedGathering
-	first := newGatherer("first", true)
-	a, cancelA := start(t.Context(), &s, time.Hour, first)
-	defer cancelA()
-	waitBegun(t, first)
+	first, a, _ := lead(t, &s)
 	b, cancelB := start(t.Context(), &s, time.Minute, newGatherer("second", false))
 	defer cancelB()
 	assert.Equal(t, []string{"second"}, names(t, b), "answered while the first still gathers")
@@ -127,10 +133,8 @@ func TestRequestWithAnEarlierDeadlineGathersOnItsOwn(t *testing.T) {
 
 func TestWaitEndsAtTheRequestsOwnDeadline(t *testing.T) {
 	var s sharedGathering
-	first, second := newGatherer("first", true), newGatherer("second", false)
-	a, cancelA := start(t.Context(), &s, time.Hour, first)
-	defer cancelA()
-	waitBegun(t, first)
+	first, a, _ := lead(t, &s)
+	second := newGatherer("second", false)
 	// The second one's context ends (as its deadline would) while it
 	// waits: it gathers on its own rather than wait on.
 	ctx, cancel := context.WithCancel(t.Context())
@@ -145,10 +149,8 @@ func TestWaitEndsAtTheRequestsOwnDeadline(t *testing.T) {
 
 func TestGatheringCutShortByItsClientIsNotShared(t *testing.T) {
 	var s sharedGathering
-	first, second := newGatherer("first", true), newGatherer("second", false)
-	a, cancelA := start(t.Context(), &s, time.Hour, first)
-	waitBegun(t, first)
-	b, cancelB := start(t.Context(), &s, 2*time.Hour, second)
+	first, a, cancelA := lead(t, &s)
+	b, cancelB := start(t.Context(), &s, 2*time.Hour, newGatherer("second", false))
 	defer cancelB()
 	joined(t, &s, 1)
 	cancelA() // the first request's client leaves during the gathering
@@ -192,10 +194,7 @@ func TestPanickingGatheringReleasesItsWaiters(t *testing.T) {
 
 func TestRequestWithoutDeadlineGathersOnItsOwn(t *testing.T) {
 	var s sharedGathering
-	first := newGatherer("first", true)
-	a, cancelA := start(t.Context(), &s, time.Hour, first)
-	defer cancelA()
-	waitBegun(t, first)
+	first, a, _ := lead(t, &s)
 	mfs, err := s.gather(t.Context(), newGatherer("second", false))
 	require.NoError(t, err)
 	assert.Equal(t, "second", mfs[0].GetName())
