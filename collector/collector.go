@@ -17,9 +17,10 @@ import (
 // reports each app's outcome on its own, so that one failing app never
 // fails the scrape or touches another app's series.
 type scrape struct {
-	e     *Exporter
-	ctx   context.Context
-	names []string
+	e       *Exporter
+	ctx     context.Context
+	names   []string
+	arrived time.Time // when its request arrived
 }
 
 // Describe implements prometheus.Collector.
@@ -33,7 +34,7 @@ func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 	apps, set := s.e.snapshot(s.names)
-	s.e.fetchAll(s.ctx, apps, set, func(st *appState, r *result) { collectApp(ch, st, r, s.e.now()) })
+	s.e.fetchAll(s.ctx, s.arrived, apps, set, func(st *appState, r *result) { collectApp(ch, st, r, s.e.now()) })
 }
 
 // collectApp sends the series of one app. Values the platform did not give

@@ -42,11 +42,12 @@ type Exporter struct {
 
 	flights flights
 
-	mu    sync.RWMutex
-	set   settings
-	pool  *client.Pool
-	apps  []*appState          // in configuration order
-	byKey map[string]*appState // by name
+	mu      sync.RWMutex
+	applied uint64 // configurations applied
+	set     settings
+	pool    *client.Pool
+	apps    []*appState          // in configuration order
+	byKey   map[string]*appState // by name
 }
 
 // settings are what a scrape needs of the configuration in force.
@@ -74,7 +75,7 @@ func New(opts Options) *Exporter {
 		now:       opts.Now,
 		shared: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "duix_exporter_shared_fetches_total",
-			Help: "Per-app fetches that reused another request's work instead of calling the platform: how=\"in_flight\" joined calls under way or begun after the request arrived, how=\"cached\" reused a result younger than api.min_interval.",
+			Help: "Per-app fetches that reused another request's work instead of calling the platform: how=\"in_flight\" joined calls under way, or reused calls that were under way or begun when the request arrived, how=\"cached\" reused a result younger than api.min_interval.",
 		}, []string{"how"}),
 		durations: newSessionDurations(),
 		flights:   flights{m: map[*appState]*flight{}},
@@ -132,6 +133,7 @@ func (e *Exporter) Apply(cfg *config.Config) error {
 	workers := max(cfg.API.MaxConcurrency, 1)
 	e.set = settings{api: cfg.API, sem: semaphore.NewWeighted(int64(workers)), workers: workers}
 	e.pool, e.apps, e.byKey = pool, apps, byKey
+	e.applied++
 	if old != nil {
 		old.Close()
 	}
@@ -179,7 +181,17 @@ func (e *Exporter) snapshot(names []string) ([]*appState, settings) {
 
 // Collector returns the collector of one scrape of the named apps (all
 // when names is empty), bounded by ctx: an app whose calls are not done
-// when ctx ends is reported with duix_up 0.
+// when ctx ends is reported with duix_up 0. The scrape's request arrived
+// now: it reuses what other requests fetch from now on, and the calls
+// under way now.
 func (e *Exporter) Collector(ctx context.Context, names ...string) prometheus.Collector {
-	return &scrape{e: e, ctx: ctx, names: names}
+	return &scrape{e: e, ctx: ctx, names: names, arrived: time.Now()}
+}
+
+// Generation counts the configurations applied: a scrape begun under one
+// reports its apps.
+func (e *Exporter) Generation() uint64 {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.applied
 }

@@ -140,6 +140,7 @@ func (h *scrapeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	config := h.exp.Generation() // before the collector takes its apps
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(h.exp.Collector(ctx, names...)); err != nil {
 		level.Error(h.logger).Log("msg", "Cannot register the scrape's collector", "err", err)
@@ -153,7 +154,7 @@ func (h *scrapeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g = merged{reg, h.process}
 	}
 	if h.shared != nil {
-		g = shared{h.shared, ctx, g}
+		g = shared{h.shared, ctx, config, g}
 	}
 	gzipped(promhttp.HandlerFor(writeBound{g, boundWrite}, promhttp.HandlerOpts{
 		ErrorLog:           &promhttpLogger{l: h.logger},

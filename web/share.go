@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -24,10 +23,13 @@ import (
 // It is promhttp's CoalesceGather with a scrape's deadline: that option
 // shares one gathering between whatever requests overlap it, but the
 // collector needs each request's deadline, and a request must not wait
-// past its own. So a request whose deadline is earlier gathers on its own,
-// as does one whose wait ends without a whole answer: its own deadline
-// passed first, or the first request's client left during the gathering
-// (whose families may then lack apps it gave up on).
+// past its own. So a request gathers on its own when its deadline is
+// earlier, when a configuration was applied since the gathering began, and
+// when its wait ends without a whole answer: its own deadline passed
+// first, or the gathering's own deadline passed or its client left while
+// it ran (its families may then lack apps it gave up on). Gathering on its
+// own, it still reuses the calls that were under way when it arrived
+// (collector).
 type sharedGathering struct {
 	mu  sync.Mutex
 	cur *gathering // under way; nil when none is
@@ -36,17 +38,19 @@ type sharedGathering struct {
 // gathering is one gathering and its outcome.
 type gathering struct {
 	deadline time.Time
+	config   uint64        // the configurations applied when it began
 	joined   int           // requests waiting for it; guarded by sharedGathering.mu
 	done     chan struct{} // closed once the outcome is set
 	mfs      []*dto.MetricFamily
 	err      error
-	whole    bool // not cut short by its request's client leaving
+	whole    bool // not cut short by its deadline or its client
 }
 
 // gather returns the families of own, or those of the gathering under way
-// when it ends no later than ctx's deadline. The families may be shared
-// with other requests: they are only read.
-func (s *sharedGathering) gather(ctx context.Context, own prometheus.Gatherer) ([]*dto.MetricFamily, error) {
+// when it began under the same configuration (config, see
+// collector.Exporter.Generation) and ends no later than ctx's deadline.
+// The families may be shared with other requests: they are only read.
+func (s *sharedGathering) gather(ctx context.Context, config uint64, own prometheus.Gatherer) ([]*dto.MetricFamily, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		return own.Gather()
@@ -54,7 +58,7 @@ func (s *sharedGathering) gather(ctx context.Context, own prometheus.Gatherer) (
 	s.mu.Lock()
 	cur := s.cur
 	if cur == nil {
-		g := &gathering{deadline: deadline, done: make(chan struct{})}
+		g := &gathering{deadline: deadline, config: config, done: make(chan struct{})}
 		s.cur = g
 		s.mu.Unlock()
 		defer func() { // even if own panics: no one waits for ever
@@ -64,10 +68,10 @@ func (s *sharedGathering) gather(ctx context.Context, own prometheus.Gatherer) (
 			close(g.done)
 		}()
 		g.mfs, g.err = own.Gather()
-		g.whole = !errors.Is(ctx.Err(), context.Canceled)
+		g.whole = ctx.Err() == nil
 		return slices.Clone(g.mfs), g.err
 	}
-	if cur.deadline.After(deadline) {
+	if cur.deadline.After(deadline) || cur.config != config {
 		s.mu.Unlock()
 		return own.Gather()
 	}
@@ -85,10 +89,11 @@ func (s *sharedGathering) gather(ctx context.Context, own prometheus.Gatherer) (
 
 // shared is the Gatherer of one request that may share a gathering.
 type shared struct {
-	s   *sharedGathering
-	ctx context.Context
-	own prometheus.Gatherer
+	s      *sharedGathering
+	ctx    context.Context
+	config uint64
+	own    prometheus.Gatherer
 }
 
 // Gather implements prometheus.Gatherer.
-func (g shared) Gather() ([]*dto.MetricFamily, error) { return g.s.gather(g.ctx, g.own) }
+func (g shared) Gather() ([]*dto.MetricFamily, error) { return g.s.gather(g.ctx, g.config, g.own) }

@@ -41,22 +41,38 @@ type gathered struct {
 // start gathers in the background with a deadline timeout from now.
 func start(ctx context.Context, s *sharedGathering, timeout time.Duration, own *gatherer) (<-chan gathered, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
+	return gatherAsync(ctx, s, 0, own), cancel
+}
+
+// gatherAsync gathers on ctx in the background, under the configuration
+// config.
+func gatherAsync(ctx context.Context, s *sharedGathering, config uint64, own *gatherer) <-chan gathered {
 	out := make(chan gathered, 1)
 	go func() {
-		mfs, err := s.gather(ctx, own)
+		mfs, err := s.gather(ctx, config, own)
 		out <- gathered{mfs, err}
 	}()
-	return out, cancel
+	return out
+}
+
+// within returns what ch delivers, and fails the test when nothing arrives
+// within hangTimeout.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(hangTimeout):
+		require.FailNow(t, what)
+		var zero T
+		return zero
+	}
 }
 
 // waitBegun waits until g has begun a gathering.
 func waitBegun(t *testing.T, g *gatherer) {
 	t.Helper()
-	select {
-	case <-g.began:
-	case <-time.After(hangTimeout):
-		require.FailNow(t, "the gathering did not begin")
-	}
+	within(t, g.began, "the gathering did not begin")
 }
 
 // lead starts a gathering that lasts until the test releases first, with
@@ -84,12 +100,7 @@ func joined(t *testing.T, s *sharedGathering, n int) {
 // families.
 func names(t *testing.T, ch <-chan gathered) []string {
 	t.Helper()
-	var r gathered
-	select {
-	case r = <-ch:
-	case <-time.After(hangTimeout):
-		require.FailNow(t, "the gathering did not end")
-	}
+	r := within(t, ch, "the gathering did not end")
 	require.NoError(t, r.err)
 	var out []string
 	for _, mf := range r.mfs {
@@ -159,6 +170,42 @@ func TestGatheringCutShortByItsClientIsNotShared(t *testing.T) {
 	assert.Equal(t, []string{"second"}, names(t, b), "gathered on its own")
 }
 
+// A gathering during which its request's deadline passed may lack apps it
+// gave up on: a request with a later deadline is not answered with it. The
+// gathering ends when the test releases it, once its context has ended
+// with its deadline, whatever the machine's speed.
+func TestGatheringPastItsDeadlineIsNotShared(t *testing.T) {
+	var s sharedGathering
+	first := newGatherer("first", true)
+	ctxA, cancelA := context.WithTimeout(t.Context(), MinScrapeTimeout)
+	defer cancelA()
+	a := gatherAsync(ctxA, &s, 0, first)
+	waitBegun(t, first)
+	b, cancelB := start(t.Context(), &s, time.Hour, newGatherer("second", false))
+	defer cancelB()
+	joined(t, &s, 1)
+	<-ctxA.Done()
+	require.ErrorIs(t, ctxA.Err(), context.DeadlineExceeded)
+	close(first.release) // the first gathering ends after its deadline: cut short
+	assert.Equal(t, []string{"first"}, names(t, a))
+	assert.Equal(t, []string{"second"}, names(t, b), "gathered on its own")
+}
+
+func TestGatheringUnderAnotherConfigurationIsNotShared(t *testing.T) {
+	var s sharedGathering
+	first := newGatherer("first", true)
+	ctxA, cancelA := context.WithTimeout(t.Context(), time.Hour)
+	defer cancelA()
+	a := gatherAsync(ctxA, &s, 1, first)
+	waitBegun(t, first)
+	ctxB, cancelB := context.WithTimeout(t.Context(), 2*time.Hour)
+	defer cancelB()
+	b := gatherAsync(ctxB, &s, 2, newGatherer("second", false))
+	assert.Equal(t, []string{"second"}, names(t, b), "answered while the first still gathers: a configuration was applied since it began")
+	close(first.release)
+	assert.Equal(t, []string{"first"}, names(t, a))
+}
+
 func TestPanickingGatheringReleasesItsWaiters(t *testing.T) {
 	var s sharedGathering
 	panicking := make(chan struct{})
@@ -168,34 +215,25 @@ func TestPanickingGatheringReleasesItsWaiters(t *testing.T) {
 		defer func() { leader <- recover() }()
 		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
 		defer cancel()
-		_, _ = s.gather(ctx, gatherFunc(func() ([]*dto.MetricFamily, error) {
+		_, _ = s.gather(ctx, 0, gatherFunc(func() ([]*dto.MetricFamily, error) {
 			close(began)
 			<-panicking
 			panic("collector bug")
 		}))
 	}()
-	select {
-	case <-began:
-	case <-time.After(hangTimeout):
-		require.FailNow(t, "the gathering did not begin")
-	}
+	within(t, began, "the gathering did not begin")
 	b, cancelB := start(t.Context(), &s, 2*time.Hour, newGatherer("second", false))
 	defer cancelB()
 	joined(t, &s, 1)
 	close(panicking)
-	select {
-	case p := <-leader:
-		assert.Equal(t, "collector bug", p)
-	case <-time.After(hangTimeout):
-		require.FailNow(t, "the panicking gathering did not end")
-	}
+	assert.Equal(t, "collector bug", within(t, leader, "the panicking gathering did not end"))
 	assert.Equal(t, []string{"second"}, names(t, b), "gathered on its own")
 }
 
 func TestRequestWithoutDeadlineGathersOnItsOwn(t *testing.T) {
 	var s sharedGathering
 	first, a, _ := lead(t, &s)
-	mfs, err := s.gather(t.Context(), newGatherer("second", false))
+	mfs, err := s.gather(t.Context(), 0, newGatherer("second", false))
 	require.NoError(t, err)
 	assert.Equal(t, "second", mfs[0].GetName())
 	close(first.release)
