@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
@@ -145,15 +146,21 @@ func samples(t *testing.T, body string) map[string]map[string]float64 {
 	require.NoError(t, err)
 	out := map[string]map[string]float64{}
 	for name, mf := range mfs {
-		values := map[string]float64{}
-		for _, m := range mf.GetMetric() {
-			var labels []string
-			for _, lp := range m.GetLabel() {
-				labels = append(labels, lp.GetName()+"="+lp.GetValue())
-			}
-			values[strings.Join(labels, ",")] = m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
+		out[name] = values(mf)
+	}
+	return out
+}
+
+// values maps the labels of each sample of mf, written as name=value
+// joined by commas, to its value.
+func values(mf *dto.MetricFamily) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range mf.GetMetric() {
+		var labels []string
+		for _, lp := range m.GetLabel() {
+			labels = append(labels, lp.GetName()+"="+lp.GetValue())
 		}
-		out[name] = values
+		out[strings.Join(labels, ",")] = m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
 	}
 	return out
 }

@@ -254,19 +254,7 @@ func TestSimultaneousScrapesInBothFormatsAgree(t *testing.T) {
 			} else {
 				require.NoError(t, err)
 			}
-			if !strings.HasPrefix(mf.GetName(), "duix_app_") && mf.GetName() != "duix_up" {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				var labels []string
-				for _, lp := range m.GetLabel() {
-					labels = append(labels, lp.GetName()+"="+lp.GetValue())
-				}
-				if apps[mf.GetName()] == nil {
-					apps[mf.GetName()] = map[string]float64{}
-				}
-				apps[mf.GetName()][strings.Join(labels, ",")] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
-			}
+			apps[mf.GetName()] = values(&mf)
 		}
 		for _, app := range []string{"support-desk", "sales-avatar", "museum-guide"} {
 			assert.Equal(t, 1.0, apps["duix_up"]["app="+app], app)
