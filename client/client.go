@@ -56,6 +56,10 @@ type Transport struct {
 	// info and headers): like the token, they never appear in an error.
 	Secrets []string
 
+	// deadlines are the contexts shared by calls begun together (see
+	// callContext).
+	deadlines deadlines
+
 	// The addresses of the endpoints called at every scrape, without
 	// their query, built once for every client.
 	scrapeURLs                  sync.Once
@@ -174,11 +178,8 @@ func (c *Client) do(ctx context.Context, endpoint, rawURL string, d data) (env e
 	if until := c.RetryAfter(); !until.IsZero() {
 		return env, &RateLimitedError{Endpoint: endpoint, Until: until}
 	}
-	if c.t.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.t.Timeout)
-		defer cancel()
-	}
+	ctx, cancel := c.t.callContext(ctx)
+	defer cancel()
 	token, err := c.tokens.Token(ctx)
 	if err != nil {
 		return env, err
