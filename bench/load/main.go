@@ -174,10 +174,14 @@ func measure(ctx context.Context, o options) (r result, err error) {
 		}
 		r.directWalls, r.directCPUs = append(r.directWalls, wall.Seconds()), append(r.directCPUs, cpu)
 		start := time.Now()
-		if last, err = p.scrapeUp(ctx, o.apps); err != nil {
+		if last, err = p.scrape(ctx); err != nil {
 			return r, err
 		}
 		r.walls = append(r.walls, time.Since(start).Seconds())
+		// Checked after the clock stops: the harness's own work.
+		if err := checkUp(last, o.apps); err != nil {
+			return r, fmt.Errorf("%w\n%s", err, p.exp.logs.String())
+		}
 	}
 	cpu1, err := cpuSeconds(pid)
 	if err != nil {

@@ -224,10 +224,23 @@ func (p *platform) get(ctx context.Context, timeout time.Duration, url string, h
 // prometheusAccept is what Prometheus 3 sends when scraping.
 const prometheusAccept = "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
 
-// scrapeUp scrapes /metrics as Prometheus does (gzip, its Accept header and
-// scrape timeout), checks that every one of apps is up, and returns the
-// body uncompressed.
+// scrapeUp scrapes /metrics as Prometheus does (see scrape), checks that
+// every one of apps is up, and returns the body uncompressed.
 func (p *platform) scrapeUp(ctx context.Context, apps int) ([]byte, error) {
+	body, err := p.scrape(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkUp(body, apps); err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, p.exp.logs.String())
+	}
+	return body, nil
+}
+
+// scrape scrapes /metrics as Prometheus does (gzip, its Accept header and
+// scrape timeout), and returns the body uncompressed: what Prometheus
+// counts in a scrape's duration.
+func (p *platform) scrape(ctx context.Context) ([]byte, error) {
 	body, h, err := p.get(ctx, scrapeTimeout, p.exporter+"/metrics", http.Header{
 		"Accept":                              {prometheusAccept},
 		"Accept-Encoding":                     {"gzip"},
@@ -244,9 +257,6 @@ func (p *platform) scrapeUp(ctx context.Context, apps int) ([]byte, error) {
 		if body, err = io.ReadAll(zr); err != nil {
 			return nil, err
 		}
-	}
-	if err := checkUp(body, apps); err != nil {
-		return nil, fmt.Errorf("%w\n%s", err, p.exp.logs.String())
 	}
 	return body, nil
 }
