@@ -97,3 +97,23 @@ func toStrings(b [][]byte) []string {
 	}
 	return out
 }
+
+// redactAll first looks for the starts of the forms: a body that holds
+// only a start is left as it is, and each form is redacted wherever it
+// is, the first or a later one, longer than a start or shorter.
+func TestRedactAllFindsEveryFormByItsStart(t *testing.T) {
+	token := "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJhcHBJZCI6IjE3OTAwMDAwMDAwMDAwMDAwMDEiLCJleHAiOjE3NjM5MDAwMDB9.c2lnbmF0dXJlLXNpZ25hdHVyZS1zaWduYXR1cmUtc2lnbg"
+	forms := asBytes(append(secretForms(token), secretForms("short/key")...))
+	parts := strings.Split(token, ".")
+	for _, tc := range []struct{ name, body, want string }{
+		{"the start of the token alone", `{"x":"` + token[:probeLen+4] + `"}`, `{"x":"` + token[:probeLen+4] + `"}`},
+		{"the start of the signature alone", `{"x":"` + parts[2][:probeLen] + `"}`, `{"x":"` + parts[2][:probeLen] + `"}`},
+		{"the whole token", `{"x":"` + token + `"}`, `{"x":"<redacted>"}`},
+		{"the payload", `{"x":"` + parts[1] + `"}`, `{"x":"<redacted>"}`},
+		{"the signature", `{"x":"` + parts[2] + `"}`, `{"x":"<redacted>"}`},
+		{"a form shorter than a start", `{"x":"short\/key"}`, `{"x":"<redacted>"}`},
+		{"nothing", `{"x":"y"}`, `{"x":"y"}`},
+	} {
+		assert.Equal(t, tc.want, string(redactAll([]byte(tc.body), forms)), tc.name)
+	}
+}
