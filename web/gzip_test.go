@@ -5,6 +5,8 @@ import (
 	"compress/gzip"
 	"io"
 	"net/http"
+	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -150,4 +152,27 @@ func TestHeadOfAGzippedScrapeHasNoBody(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, "gzip", resp.Header.Get("Content-Encoding"))
 	assert.Empty(t, b)
+}
+
+// A writer put back is there for the next scrape even after garbage
+// collections (a sync.Pool would have dropped it), up to the kept number;
+// one more is left to the GC.
+func TestGzipWritersAreKeptAcrossCollections(t *testing.T) {
+	for len(gzipWriters) > 0 { // those of other tests
+		<-gzipWriters
+	}
+	kept := make([]*gzip.Writer, cap(gzipWriters))
+	for i := range kept {
+		kept[i] = gzipWriter()
+	}
+	extra := gzipWriter()
+	for _, gz := range append(kept, extra) {
+		keepGzipWriter(gz)
+	}
+	runtime.GC()
+	runtime.GC()
+	for range kept {
+		assert.True(t, slices.Contains(kept, gzipWriter()), "a kept writer (the same pointer)")
+	}
+	assert.False(t, slices.Contains(append(kept, extra), gzipWriter()), "none left: a new one")
 }
