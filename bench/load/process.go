@@ -198,7 +198,7 @@ func (p *platform) stop() {
 }
 
 // get fetches url with the headers h within timeout, and returns the body
-// of an HTTP 200 answer.
+// of an HTTP 200 answer, uncompressed.
 func (p *platform) get(ctx context.Context, timeout time.Duration, url string, h http.Header) ([]byte, http.Header, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -214,7 +214,16 @@ func (p *platform) get(ctx context.Context, timeout time.Duration, url string, h
 		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	var r io.Reader = resp.Body
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		// Uncompressed as it arrives, as Prometheus does.
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return nil, nil, err
+		}
+		r = zr
+	}
+	body, err := io.ReadAll(r)
 	if err == nil && resp.StatusCode != http.StatusOK {
 		err = fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
 	}
@@ -241,22 +250,13 @@ func (p *platform) scrapeUp(ctx context.Context, apps int) ([]byte, error) {
 // scrape timeout), and returns the body uncompressed: what Prometheus
 // counts in a scrape's duration.
 func (p *platform) scrape(ctx context.Context) ([]byte, error) {
-	body, h, err := p.get(ctx, scrapeTimeout, p.exporter+"/metrics", http.Header{
+	body, _, err := p.get(ctx, scrapeTimeout, p.exporter+"/metrics", http.Header{
 		"Accept":                              {prometheusAccept},
 		"Accept-Encoding":                     {"gzip"},
 		"X-Prometheus-Scrape-Timeout-Seconds": {strconv.Itoa(int(scrapeTimeout.Seconds()))},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("scrape: %w\n%s", err, p.exp.logs.String())
-	}
-	if h.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		if body, err = io.ReadAll(zr); err != nil {
-			return nil, err
-		}
 	}
 	return body, nil
 }
