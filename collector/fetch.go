@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-kit/log/level"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/duix-exporter/duix_exporter/client"
 )
@@ -50,10 +51,11 @@ type flights struct {
 // flight is one fetch of an app. Its result is written by the flight's
 // calls (see fly) and read once done is closed.
 type flight struct {
-	st   *appState
-	due  []string // the conversations to refresh
-	res  *result
-	done chan struct{} // closed when landed
+	st    *appState
+	due   []string // the conversations to refresh
+	res   *result
+	done  chan struct{}  // closed when landed
+	calls sync.WaitGroup // those made beside the first
 }
 
 // fetchAll hands each app's result to each, in the order of apps, as soon
@@ -129,7 +131,7 @@ func (e *Exporter) pick(ctx context.Context, st *appState, arrived time.Time, s 
 		if started {
 			p.res, p.f = r, f
 			close(p.ready)
-			e.fly(f, s)
+			e.fly(f, s.sem)
 			s.sem.Release(1)
 			return
 		}
@@ -222,39 +224,45 @@ func (e *Exporter) start(st *appState, s settings) *flight {
 }
 
 // fly makes the calls of f and lands it. getconcurrentList is called on
-// the slot of s.sem the caller holds; getconcurrentNumber and each due
+// the slot of sem the caller holds; getconcurrentNumber and each due
 // conversation beside it on a slot of their own when one is free, else
 // one after the other.
-func (e *Exporter) fly(f *flight, s settings) {
+func (e *Exporter) fly(f *flight, sem *semaphore.Weighted) {
 	st := f.st
 	c, ids, life, maxTracked := st.fetchSettings()
-	ctx := context.Background() // every call is bounded by api.timeout
-	r := f.res
-	var wg sync.WaitGroup
-	beside := func(call func()) {
-		if s.sem.TryAcquire(1) {
-			wg.Go(func() {
-				defer s.sem.Release(1)
-				call()
-			})
-			return
-		}
-		call()
-	}
 	for _, id := range f.due {
-		beside(func() {
-			conv, err := c.Conversation(ctx, id)
+		f.beside(sem, func() {
+			conv, err := c.Conversation(context.Background(), id)
 			e.logFailure(st, client.EndpointConversation, err)
 			st.recordConversation(id, conv, err, e.now())
 		})
 	}
-	beside(func() {
-		r.conc, r.concErr = c.Concurrency(ctx)
-		e.logFailure(st, client.EndpointConcurrency, r.concErr)
-	})
-	e.listSessions(ctx, st, c, r, ids, life, maxTracked)
-	wg.Wait()
+	f.beside(sem, func() { e.concurrency(f, c) })
+	e.listSessions(context.Background(), st, c, f.res, ids, life, maxTracked) // every call is bounded by api.timeout
+	f.calls.Wait()
 	e.land(f)
+}
+
+// beside runs call on a slot of sem of its own when one is free, else
+// now. The closures of fly capture pointers only: capturing the request's
+// settings made every flight allocate about 330 bytes more (the 1000 apps
+// of `make load`: 0.4 of the 19.4 MB allocated per scrape).
+func (f *flight) beside(sem *semaphore.Weighted, call func()) {
+	if sem.TryAcquire(1) {
+		f.calls.Go(func() {
+			defer sem.Release(1)
+			call()
+		})
+		return
+	}
+	call()
+}
+
+// concurrency calls getconcurrentNumber for f.
+func (e *Exporter) concurrency(f *flight, c *client.Client) {
+	r := f.res
+	r.conc, r.concErr = c.Concurrency(context.Background())
+	e.logFailure(f.st, client.EndpointConcurrency, r.concErr)
 }
 
 // listSessions counts the app's sessions into r: in all, without a
