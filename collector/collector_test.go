@@ -389,14 +389,18 @@ func TestConversationDetailsAreCachedAndKeptOnFailure(t *testing.T) {
 
 func TestRetryAfterMarksAppRateLimited(t *testing.T) {
 	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, nil})
-	setMaxConcurrency(t, e, 1) // one call at a time: getconcurrentNumber, then getconcurrentList
+	// One call at a time: getconcurrentList on the request's slot, then
+	// getconcurrentNumber on the next slot to free up.
+	setMaxConcurrency(t, e, 1)
 	e.sim.SetFault("app-a", simulator.EndpointConcurrency, simulator.Fault{Kind: simulator.FaultRateLimit429, RetryAfter: time.Hour, Times: 1})
 	e.scrapeText(t, context.Background())
+	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointSessions), "the list came before the 429")
 	body := e.scrapeText(t, context.Background())
 	assert.Contains(t, body, `duix_up{app="a"} 0`)
 	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointConcurrency), "no call while Retry-After applies")
-	// One 429, then three refusals without a call.
-	assert.Contains(t, body, `duix_scrape_errors_total{app="a",reason="rate_limited"} 4`)
+	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointSessions), "no call while Retry-After applies")
+	// One 429, then the second scrape's two refusals without a call.
+	assert.Contains(t, body, `duix_scrape_errors_total{app="a",reason="rate_limited"} 3`)
 	assert.Contains(t, body, `duix_app_rate_limited_until_timestamp_seconds{app="a"}`)
 }
 

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/semaphore"
 )
 
 // A pick is let go of only once its worker has set it: before that, the
@@ -18,4 +20,39 @@ func TestAPickIsDroppedOnlyOnceReady(t *testing.T) {
 	close(p.ready)
 	p.drop()
 	assert.Equal(t, pick{}, p, "ready: its flight and channel let go of")
+}
+
+// An app's other call runs beside its first on a free slot, which it
+// gives back; with no free slot, it runs at once on the caller's slot, or,
+// when asked to wait (the last apps of a request), on the next slot to
+// free up.
+func TestACallBesideTakesAFreeSlotOrWaitsForOneWhenAsked(t *testing.T) {
+	sem := semaphore.NewWeighted(1)
+	f := &flight{}
+
+	ran := make(chan struct{})
+	f.beside(sem, false, func() {
+		assert.False(t, sem.TryAcquire(1), "made on the free slot")
+		close(ran)
+	})
+	<-ran
+	f.calls.Wait()
+	require.True(t, sem.TryAcquire(1), "the slot is given back")
+
+	// The test holds the only slot from here.
+	now := false
+	f.beside(sem, false, func() { now = true })
+	assert.True(t, now, "no free slot: made before beside returns")
+
+	waited := make(chan struct{})
+	f.beside(sem, true, func() { close(waited) })
+	select {
+	case <-waited:
+		t.Fatal("made without a slot")
+	default:
+	}
+	sem.Release(1) // the caller's call is done
+	f.calls.Wait()
+	<-waited
+	require.True(t, sem.TryAcquire(1), "the slot it waited for is given back")
 }
