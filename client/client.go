@@ -170,6 +170,10 @@ type data struct {
 	into   any
 	fits   func(body []byte) bool
 	stream dataFunc
+	// forms, when not nil, receives the forms of the secrets of the call
+	// before the answer is decoded, for a stream to redact what it hands
+	// on (see redactDecoded).
+	forms *[][]byte
 }
 
 // do performs one GET of rawURL, the address of endpoint, and decodes the
@@ -250,7 +254,14 @@ func (c *Client) do(ctx context.Context, endpoint, rawURL string, d data) (env e
 		return env, &DecodeError{Endpoint: endpoint, Err: fmt.Errorf("%w (%d bytes, Content-Length %d)", ErrBodyTooLarge, maxBytes, resp.ContentLength)}
 	}
 
-	env, err = decodeEnvelope(body, d, c.secretForms(token))
+	forms := c.secretForms(token)
+	if d.forms != nil {
+		*d.forms = forms
+	}
+	env, err = decodeEnvelope(body, d, forms)
+	if err == nil && d.into != nil {
+		redactDecoded(d.into, forms)
+	}
 	if err != nil {
 		if cerr, ok := isCallbackError(err); ok {
 			return env, cerr

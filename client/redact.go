@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -179,4 +180,80 @@ func asBytes(forms []string) [][]byte {
 		}
 	}
 	return out
+}
+
+// redactDecoded replaces every form of the secrets in the strings of the
+// value v points to, and in its raw JSON members, once the answer is
+// decoded. The body read whole was redacted before it was decoded, but a
+// secret can pass that in two ways: with a character written as a \uXXXX
+// escape that encoding/json does not write (the forms are those it
+// writes), and in an answer too long to be read whole, which streams. Once
+// decoded, a string holds the secret as it is.
+func redactDecoded(v any, forms [][]byte) {
+	if len(forms) > 0 {
+		redactValue(reflect.ValueOf(v), forms)
+	}
+}
+
+var rawMessageType = reflect.TypeFor[json.RawMessage]()
+
+// redactValue redacts the strings and raw JSON members reachable from v
+// that can be set: through pointers, interfaces, structs and slices.
+func redactValue(v reflect.Value, forms [][]byte) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			redactValue(v.Elem(), forms)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() { // not a time.Time's location
+				redactValue(v.Field(i), forms)
+			}
+		}
+	case reflect.String:
+		if s := v.String(); v.CanSet() {
+			if r := redactString(s, forms); r != s {
+				v.SetString(r)
+			}
+		}
+	case reflect.Slice:
+		switch {
+		case v.Type() == rawMessageType:
+			if v.CanSet() && v.Len() > 0 {
+				v.SetBytes(redactJSON(v.Bytes(), forms))
+			}
+		case v.Type().Elem().Kind() != reflect.Uint8:
+			for i := range v.Len() {
+				redactValue(v.Index(i), forms)
+			}
+		}
+	}
+}
+
+// redactString is s with every one of forms replaced.
+func redactString(s string, forms [][]byte) string {
+	for _, f := range forms {
+		if strings.Contains(s, string(f[:min(len(f), probeLen)])) {
+			return string(redactAll([]byte(s), forms))
+		}
+	}
+	return s
+}
+
+// redactJSON is raw, a JSON value, with every one of forms replaced. A
+// value with a \u escape is first written again as encoding/json writes
+// it, so that an escape it does not write cannot hide a secret.
+func redactJSON(raw []byte, forms [][]byte) []byte {
+	if bytes.Contains(raw, []byte(`\u`)) {
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if dec.Decode(&v) == nil {
+			if b, err := json.Marshal(v); err == nil {
+				raw = b
+			}
+		}
+	}
+	return redactAll(raw, forms)
 }

@@ -53,10 +53,15 @@ func sessionData(opts SessionOptions, fn func(Session) error) (d data, rest func
 	var (
 		list     []*sessionFields
 		streamed bool
+		forms    [][]byte
 	)
+	d.forms = &forms
 	d.stream = func(dec *json.Decoder) error {
 		streamed = true
-		return DecodeSessionList(dec, opts, fn)
+		return DecodeSessionList(dec, opts, func(s Session) error {
+			redactDecoded(&s, forms) // a stream is not redacted before it is decoded
+			return fn(s)
+		})
 	}
 	if !opts.KeepRaw {
 		d.into = &list
