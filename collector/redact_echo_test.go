@@ -17,8 +17,9 @@ import (
 
 // A platform that puts the token it received into a conversation's name
 // does not get it exported as a label value, neither when it escapes the
-// first byte of each part as \uXXXX (not an escape of encoding/json) nor
-// when it pads its answer past 64 KiB, so that it streams.
+// bytes after the first of each part as \uXXXX (not an escape of
+// encoding/json) nor when it pads its answer past 64 KiB, so that it
+// streams.
 func TestATokenEchoedInAConversationNameIsNotExported(t *testing.T) {
 	for _, variant := range []string{"escape", "padded"} {
 		t.Run(variant, func(t *testing.T) {
@@ -31,10 +32,16 @@ func TestATokenEchoedInAConversationNameIsNotExported(t *testing.T) {
 				}
 				tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 				tokens = append(tokens, tok)
-				// Each part of the JWT with its first byte escaped as \uXXXX.
+				// Each part of the JWT with every byte after its first
+				// escaped as \uXXXX (see escapeParts in the client's tests).
 				parts := strings.Split(tok, ".")
 				for i, p := range parts {
-					parts[i] = fmt.Sprintf(`\u%04x%s`, p[0], p[1:])
+					var b strings.Builder
+					b.WriteByte(p[0])
+					for _, c := range []byte(p[1:]) {
+						fmt.Fprintf(&b, `\u%04x`, c)
+					}
+					parts[i] = b.String()
 				}
 				name := strings.Join(parts, ".")
 				pad := ""
