@@ -30,8 +30,9 @@ const deadlineSlack = 100
 // sharedDeadline is a context that ends at end, shared by the calls that
 // began at most Timeout before end.
 type sharedDeadline struct {
-	ctx context.Context
-	end time.Time
+	ctx     context.Context
+	end     time.Time
+	timeout time.Duration // of the calls that share it
 }
 
 // deadlines hands out the shared contexts of a transport.
@@ -45,12 +46,13 @@ type deadlines struct {
 // deadline: calls still under way may hold it.
 func (d *deadlines) within(timeout time.Duration) context.Context {
 	need := time.Now().Add(timeout)
-	if s := d.current.Load(); s != nil && !s.end.Before(need) {
+	fits := func(s *sharedDeadline) bool { return s != nil && s.timeout == timeout && !s.end.Before(need) }
+	if s := d.current.Load(); fits(s) {
 		return s.ctx
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if s := d.current.Load(); s != nil && !s.end.Before(need) {
+	if s := d.current.Load(); fits(s) {
 		return s.ctx // made meanwhile
 	}
 	end := need.Add(timeout / deadlineSlack)
@@ -58,7 +60,7 @@ func (d *deadlines) within(timeout time.Duration) context.Context {
 	// The context's own timer releases it at its deadline; cancel is
 	// called then too, for the linters' sake.
 	context.AfterFunc(ctx, cancel)
-	d.current.Store(&sharedDeadline{ctx: ctx, end: end})
+	d.current.Store(&sharedDeadline{ctx: ctx, end: end, timeout: timeout})
 	return ctx
 }
 

@@ -77,3 +77,19 @@ func TestWithoutATimeoutTheCallersContextIsKept(t *testing.T) {
 	_, ok := ctx.Deadline()
 	assert.False(t, ok)
 }
+
+// A shorter timeout than that of the shared context gets a context of its
+// own: never more than 1% later than its own deadline.
+func TestAShorterTimeoutDoesNotShareALongerDeadline(t *testing.T) {
+	tr := &Transport{Timeout: time.Hour}
+	long, _ := tr.callContext(context.Background())
+	tr.Timeout = time.Second
+	begun := time.Now()
+	short, _ := tr.callContext(context.Background())
+	returned := time.Now()
+
+	assert.NotSame(t, long, short)
+	end := deadlineOf(t, short)
+	assert.False(t, end.Before(begun.Add(time.Second)), "never sooner than the timeout")
+	assert.False(t, end.After(returned.Add(time.Second+time.Second/deadlineSlack)), "at most the slack later")
+}
