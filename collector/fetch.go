@@ -53,11 +53,12 @@ type flights struct {
 // flight is one fetch of an app. Its result is written by the flight's
 // calls (see fly) and read once done is closed.
 type flight struct {
-	st    *appState
-	due   []string // the conversations to refresh
-	res   *result
-	done  chan struct{}  // closed when landed
-	calls sync.WaitGroup // those made beside the first
+	st      *appState
+	due     []string // the conversations to refresh
+	res     *result
+	done    chan struct{}  // closed when landed
+	calls   sync.WaitGroup // those made beside the first
+	waiting []*waiting     // those of them that wait for a slot
 }
 
 // fetchAll hands each app's result to each, in the order of apps, as soon
@@ -228,7 +229,8 @@ func (e *Exporter) start(st *appState, s settings) *flight {
 // f. getconcurrentList is called on the slot the caller holds;
 // getconcurrentNumber and each due conversation beside it, on a slot of
 // their own when one is free, else one after the other; for one of the
-// last apps of a request (last), on the next slot to free up.
+// last apps of a request (last), on the next slot to free up or after the
+// caller's own call, whichever comes first.
 func (e *Exporter) fly(f *flight, sem *semaphore.Weighted, last bool) {
 	st := f.st
 	c, ids, life, maxTracked := st.fetchSettings()
@@ -241,14 +243,16 @@ func (e *Exporter) fly(f *flight, sem *semaphore.Weighted, last bool) {
 	}
 	f.beside(sem, last, func() { e.concurrency(f, c) })
 	e.listSessions(context.Background(), st, c, f.res, ids, life, maxTracked) // every call is bounded by api.timeout
-	sem.Release(1)                                                            // the caller's calls are made
+	f.claimWaiting()
+	sem.Release(1) // the caller's calls are made
 	f.calls.Wait()
 	e.land(f)
 }
 
-// beside runs call on a slot of sem of its own: at once when one is free;
-// else, with wait, on the next slot to free up, and otherwise now, on the
-// caller's slot.
+// beside runs call on a slot of sem of its own when one is free, and
+// otherwise on the caller's slot, after the caller's own call: at once
+// (before it), or, with wait, after it (see claimWaiting), unless a slot
+// frees up first.
 //
 // In a fleet, every slot is busy and an app's calls follow each other, as
 // the direct calls of `make load` do. The last apps of a request are
@@ -256,7 +260,8 @@ func (e *Exporter) fly(f *flight, sem *semaphore.Weighted, last bool) {
 // one's calls following each other kept a few slots busy for a whole call
 // after the others had finished (at 1000 apps, about 30 ms with 4 to 12
 // calls under way, against 20 ms for the direct calls' last ones). Their
-// other calls take the next slot to free up instead.
+// other calls take the next slot to free up instead; when other requests
+// keep the slots busy, they do not wait longer than they did.
 //
 // The closures of fly capture pointers only: capturing the request's
 // settings made every flight allocate about 330 bytes more (the 1000 apps
@@ -264,21 +269,46 @@ func (e *Exporter) fly(f *flight, sem *semaphore.Weighted, last bool) {
 func (f *flight) beside(sem *semaphore.Weighted, wait bool, call func()) {
 	switch {
 	case sem.TryAcquire(1):
-	case wait:
 		f.calls.Go(func() {
-			_ = sem.Acquire(context.Background(), 1) // without a deadline: never fails
 			defer sem.Release(1)
 			call()
 		})
-		return
+	case wait:
+		w := &waiting{call: call}
+		var ctx context.Context
+		ctx, w.stop = context.WithCancel(context.Background())
+		f.waiting = append(f.waiting, w)
+		f.calls.Go(func() {
+			if sem.Acquire(ctx, 1) != nil {
+				return // the caller makes it
+			}
+			defer sem.Release(1)
+			if w.claimed.CompareAndSwap(false, true) {
+				call()
+			}
+		})
 	default:
 		call()
-		return
 	}
-	f.calls.Go(func() {
-		defer sem.Release(1)
-		call()
-	})
+}
+
+// waiting is a call beside that waits for a slot; whoever claims it first,
+// its goroutine on a slot of its own or the caller on its slot, makes it.
+type waiting struct {
+	call    func()
+	stop    context.CancelFunc // stops the wait for a slot
+	claimed atomic.Bool
+}
+
+// claimWaiting makes, on the caller's slot, each call beside that has not
+// got a slot of its own yet.
+func (f *flight) claimWaiting() {
+	for _, w := range f.waiting {
+		w.stop()
+		if w.claimed.CompareAndSwap(false, true) {
+			w.call()
+		}
+	}
 }
 
 // concurrency calls getconcurrentNumber for f.

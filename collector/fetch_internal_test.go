@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,7 +26,8 @@ func TestAPickIsDroppedOnlyOnceReady(t *testing.T) {
 // An app's other call runs beside its first on a free slot, which it
 // gives back; with no free slot, it runs at once on the caller's slot, or,
 // when asked to wait (the last apps of a request), on the next slot to
-// free up.
+// free up or after the caller's own call, whichever comes first, and only
+// once.
 func TestACallBesideTakesAFreeSlotOrWaitsForOneWhenAsked(t *testing.T) {
 	sem := semaphore.NewWeighted(1)
 	f := &flight{}
@@ -39,20 +41,36 @@ func TestACallBesideTakesAFreeSlotOrWaitsForOneWhenAsked(t *testing.T) {
 	f.calls.Wait()
 	require.True(t, sem.TryAcquire(1), "the slot is given back")
 
-	// The test holds the only slot from here.
+	// The test holds the only slot from here, as a caller making its own
+	// call does.
 	now := false
 	f.beside(sem, false, func() { now = true })
 	assert.True(t, now, "no free slot: made before beside returns")
 
+	// A slot frees up first: the call is made on it.
+	var made atomic.Int32
 	waited := make(chan struct{})
-	f.beside(sem, true, func() { close(waited) })
+	f.beside(sem, true, func() { made.Add(1); close(waited) })
 	select {
 	case <-waited:
 		t.Fatal("made without a slot")
 	default:
 	}
-	sem.Release(1) // the caller's call is done
-	f.calls.Wait()
+	sem.Release(1) // another call ends
 	<-waited
+	f.claimWaiting() // the caller's own call ends: nothing left to make
+	f.calls.Wait()
+	assert.Equal(t, int32(1), made.Load(), "made once")
 	require.True(t, sem.TryAcquire(1), "the slot it waited for is given back")
+
+	// The caller's own call ends first: the call is made on its slot.
+	f = &flight{}
+	made.Store(0)
+	f.beside(sem, true, func() { made.Add(1) })
+	f.claimWaiting()
+	assert.Equal(t, int32(1), made.Load(), "made by the caller, before claimWaiting returns")
+	f.calls.Wait()
+	assert.Equal(t, int32(1), made.Load(), "and only by it")
+	assert.False(t, sem.TryAcquire(1), "the caller still holds its slot; none was taken or given back")
+	sem.Release(1)
 }
