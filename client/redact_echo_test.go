@@ -18,25 +18,6 @@ import (
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
-// escapeParts writes each part of a JWT with every byte after its first
-// as a \uXXXX escape, which encoding/json never writes for these
-// characters. (With one byte escaped, the escape's hex digits and the
-// bytes around it can spell the whole part again, which the search of the
-// body then finds and replaces inside the escape: the answer is no longer
-// valid JSON, which is safe but not what this test is about.)
-func escapeParts(tok string) string {
-	parts := strings.Split(tok, ".")
-	for i, p := range parts {
-		var b strings.Builder
-		b.WriteByte(p[0])
-		for _, c := range []byte(p[1:]) {
-			fmt.Fprintf(&b, `\u%04x`, c)
-		}
-		parts[i] = b.String()
-	}
-	return strings.Join(parts, ".")
-}
-
 // A platform that puts the token it received into its answers, in an
 // escape encoding/json does not write or in an answer too long to be read
 // whole, has it redacted all the same: in the strings the client returns
@@ -50,7 +31,7 @@ func TestTokensEchoedInOtherEscapesOrLongAnswersAreRedacted(t *testing.T) {
 				sent = append(sent, tok)
 				echo, pad := tok, ""
 				if strings.Contains(variant, "escaped") {
-					echo = escapeParts(tok)
+					echo = simulator.EscapeParts(tok)
 				}
 				if strings.Contains(variant, "long") {
 					pad = strings.Repeat(" ", 70<<10)

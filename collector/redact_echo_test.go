@@ -2,7 +2,6 @@ package collector_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -32,18 +31,7 @@ func TestATokenEchoedInAConversationNameIsNotExported(t *testing.T) {
 				}
 				tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 				tokens = append(tokens, tok)
-				// Each part of the JWT with every byte after its first
-				// escaped as \uXXXX (see escapeParts in the client's tests).
-				parts := strings.Split(tok, ".")
-				for i, p := range parts {
-					var b strings.Builder
-					b.WriteByte(p[0])
-					for _, c := range []byte(p[1:]) {
-						fmt.Fprintf(&b, `\u%04x`, c)
-					}
-					parts[i] = b.String()
-				}
-				name := strings.Join(parts, ".")
+				name := simulator.EscapeParts(tok)
 				pad := ""
 				if variant == "padded" {
 					name, pad = tok, strings.Repeat(" ", 64<<10)

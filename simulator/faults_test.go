@@ -485,3 +485,12 @@ func TestConcurrentUse(t *testing.T) {
 	assert.EqualValues(t, workers*perWorker, total)
 	assert.Positive(t, mutations.Load())
 }
+
+func TestEscapePartsReadsBackAsTheToken(t *testing.T) {
+	tok := "eyJhbGciOiJIUzI1NiJ9.eyJhcHBJZCI6IjEifQ.c2ln_-x"
+	escaped := EscapeParts(tok)
+	assert.NotContains(t, escaped, "yJhbGci", "no run of a part is left as it was")
+	var got string
+	require.NoError(t, json.Unmarshal([]byte(`"`+escaped+`"`), &got))
+	assert.Equal(t, tok, got)
+}
