@@ -133,8 +133,9 @@ func cut(s string, n int) string {
 // and almost no body holds any: those are looked for first. A JWT's forms
 // are 36 to 168 bytes long, and a search for a pattern longer than 64
 // bytes takes the slow path of bytes.Index: for the two answers of a
-// scrape of one app, 1.9 µs with the whole forms, 0.8 µs with their
-// starts (a benchmark on this machine, see docs/performance.md).
+// scrape of one app, 1.6 µs with the whole forms, 0.74 µs with their
+// starts (BenchmarkRedactingAnAppsAnswers, `make bench-go`, on the
+// machine of docs/performance.md).
 func redactAll(b []byte, forms [][]byte) []byte {
 	if !holdsAStart(b, forms) {
 		return b

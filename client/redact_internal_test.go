@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -116,4 +117,36 @@ func TestRedactAllFindsEveryFormByItsStart(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, string(redactAll([]byte(tc.body), forms)), tc.name)
 	}
+}
+
+// BenchmarkRedactingAnAppsAnswers redacts the two answers of a scrape of
+// one app (getconcurrentNumber and a two-entry getconcurrentList, neither
+// holding a secret) with the forms of a minted token and a key: first
+// looking for the forms' starts, as redactAll does, and, for comparison,
+// for the whole forms only.
+func BenchmarkRedactingAnAppsAnswers(b *testing.B) {
+	tok := "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJhcHBJZCI6IjE3OTAwMDAwMDAwMDAwMDAwMDEiLCJleHAiOjE3OTU0NjIxMTksImlhdCI6MTc5NTQ2MDMxOX0.35cWmO8W27Xe59ODLXVNNvKibEKlg84hdv1W7Eg2OZs"
+	forms := asBytes(append(secretForms(tok), secretForms("KEY-b7f3e1d9c2a4-recognisable")...))
+	answers := [][]byte{
+		[]byte(`{"code":"200","message":"","success":true,"data":{"cropId":"corp-1","totalConcurrentNumber":10,"userConcurrentNumber":2}}`),
+		[]byte(`{"code":"0","message":"success","success":true,"data":[{"uuid":"0b7c1c2e-1a2b-4c3d-9e8f-0123456789ab","sessionId":"1790000000000000123","conversationId":"100100","startTime":1763900000000,"appId":"1790000000000000001"},{"uuid":"1b7c1c2e-1a2b-4c3d-9e8f-0123456789ab","sessionId":"1790000000000000124","conversationId":"100100","startTime":1763900000000,"appId":"1790000000000000001"}]}`),
+	}
+	b.Run("starts first", func(b *testing.B) {
+		for b.Loop() {
+			for _, a := range answers {
+				redactAll(a, forms)
+			}
+		}
+	})
+	b.Run("whole forms", func(b *testing.B) {
+		for b.Loop() {
+			for _, a := range answers {
+				for _, f := range forms {
+					if bytes.Contains(a, f) {
+						b.Fatal("no form is in these answers")
+					}
+				}
+			}
+		}
+	})
 }
