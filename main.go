@@ -56,6 +56,8 @@ func run(args []string) int {
 	app.Flag("scrape.timeout-offset", "Subtracted from Prometheus' scrape timeout (X-Prometheus-Scrape-Timeout-Seconds) to leave time to answer.").
 		Default("500ms").DurationVar(&o.timeoutOffset)
 	app.Flag("config.check", "Validate the configuration file, print the result and exit (0 valid, 1 invalid). Contacts nothing.").BoolVar(&o.checkOnly)
+	app.Flag("runtime.gomaxprocs", "The number of CPUs that run the exporter's Go code at once (GOMAXPROCS); 0: Go's default, every CPU the process may use.").
+		Envar("GOMAXPROCS").Default("1").IntVar(&o.maxProcs)
 	app.Flag("demo", "Run against a built-in simulator of the platform with three demo apps; no configuration file or credentials needed.").BoolVar(&o.demo)
 
 	sim := app.Command("simulator", "Serve a simulator of the platform with demo apps, for trying tools against it.")
@@ -73,6 +75,10 @@ func run(args []string) int {
 	cmd, err := app.Parse(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v, try --help\n", exporterName, err)
+		return 2
+	}
+	if o.maxProcs < 0 {
+		fmt.Fprintf(os.Stderr, "%s: --runtime.gomaxprocs must be 0 or more, got %d, try --help\n", exporterName, o.maxProcs)
 		return 2
 	}
 	logger, slogger, err := logging.New(os.Stderr, o.logLevel, o.logFormat)

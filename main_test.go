@@ -320,3 +320,27 @@ func TestVersionWithoutLdflagsComesFromTheTree(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(out), "version "+strings.TrimSpace(string(want)))
 }
+
+// The exporter runs its Go code on one CPU unless told otherwise, by
+// --runtime.gomaxprocs or the GOMAXPROCS variable; Go's own metric shows
+// the setting in force.
+func TestOneCPUUnlessToldOtherwise(t *testing.T) {
+	gomaxprocs := func(p *process) float64 {
+		code, body := p.get(t, "/metrics")
+		require.Equal(t, http.StatusOK, code)
+		f := parseExposition(t, body)["go_sched_gomaxprocs_threads"]
+		require.NotNil(t, f, "go_sched_gomaxprocs_threads is served")
+		return f.values[""]
+	}
+	t.Setenv("GOMAXPROCS", "")
+	assert.Equal(t, 1.0, gomaxprocs(startExporter(t, "--demo")), "default")
+	assert.Equal(t, 3.0, gomaxprocs(startExporter(t, "--demo", "--runtime.gomaxprocs=3")), "flag")
+	t.Setenv("GOMAXPROCS", "2")
+	assert.Equal(t, 2.0, gomaxprocs(startExporter(t, "--demo")), "variable")
+
+	out, err := exec.Command(binary, "--runtime.gomaxprocs=-1", "--demo").CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "a negative value is refused: %s", out)
+	assert.Equal(t, 2, ee.ExitCode())
+	assert.Contains(t, string(out), "--runtime.gomaxprocs must be 0 or more, got -1")
+}

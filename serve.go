@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -28,7 +29,7 @@ type serveOptions struct {
 	configFile, logLevel, logFormat string
 	web                             *toolkit.FlagConfig
 	telemetryPath                   string
-	maxRequests                     int
+	maxRequests, maxProcs           int
 	timeoutOffset                   time.Duration
 	checkOnly, demo                 bool
 }
@@ -37,6 +38,14 @@ type serveOptions struct {
 func runServe(o serveOptions, logger log.Logger, slogger *slog.Logger) int {
 	if o.checkOnly {
 		return checkConfig(o.configFile)
+	}
+	// One CPU by default, as node_exporter does: a scrape mostly waits
+	// on the platform, and with more, idle threads spin looking for work.
+	// At 1000 apps, `make load` measured 1.12 to 1.18 times the CPU of the
+	// direct calls with one, 1.32 to 1.34 with two, at the same wall time
+	// (docs/performance.md).
+	if o.maxProcs > 0 {
+		runtime.GOMAXPROCS(o.maxProcs)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -51,7 +60,7 @@ func runServe(o serveOptions, logger log.Logger, slogger *slog.Logger) int {
 		o.configFile = path
 	}
 
-	level.Info(logger).Log("msg", "Starting "+exporterName, "version", version.Info())
+	level.Info(logger).Log("msg", "Starting "+exporterName, "version", version.Info(), "gomaxprocs", runtime.GOMAXPROCS(0))
 	level.Info(logger).Log("msg", "Build context", "build_context", version.BuildContext())
 
 	// The process-wide metrics, served next to the apps' on /metrics.
