@@ -1,0 +1,69 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duix-exporter/duix_exporter/client"
+	"github.com/duix-exporter/duix_exporter/config"
+	"github.com/duix-exporter/duix_exporter/simulator"
+)
+
+// A client's requests share their header values; a header that
+// api.http_client.http_headers adds to one of them (prometheus/common
+// appends it) must not pile up from one request to the next, nor reach
+// the next request of another client.
+func TestHeadersAddedToEveryRequestDoNotPileUp(t *testing.T) {
+	sim := simulator.New()
+	sim.AddApp(simulator.App{ID: appID, Key: appKey, Allowance: 3})
+	sim.AddApp(simulator.App{ID: appID + "2", Key: appKey, Allowance: 3})
+	rec := &recorder{sim: sim}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+
+	for _, style := range []string{config.AuthHeaderAuthorization, config.AuthHeaderToken} {
+		t.Run(style, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(fmt.Sprintf(`
+api:
+  base_url: %s%s
+  auth_header: %s
+  http_client:
+    http_headers:
+      Accept: {values: [text/plain]}
+apps:
+  - {name: a, app_id: %q, app_key: %q}
+  - {name: b, app_id: %q, app_key: %q}
+`, srv.URL, simulator.BasePath, style, appID, appKey, appID+"2", appKey)), "")
+			require.NoError(t, err)
+			pool, err := client.NewPool(cfg, client.PoolOptions{UserAgent: "duix_exporter/test"})
+			require.NoError(t, err)
+			t.Cleanup(pool.Close)
+
+			credential := "Authorization"
+			if style == config.AuthHeaderToken {
+				credential = "token"
+			}
+			seen := map[string]string{}
+			for i := range 3 {
+				for _, name := range []string{"a", "b"} {
+					_, err := pool.Client(name).Concurrency(context.Background())
+					require.NoError(t, err)
+					h := rec.headers()
+					assert.Equal(t, []string{"application/json", "text/plain"}, h.Values("Accept"), "call %d of %s", i, name)
+					assert.Equal(t, []string{"duix_exporter/test"}, h.Values("User-Agent"), "call %d of %s", i, name)
+					require.Len(t, h.Values(credential), 1, "call %d of %s", i, name)
+					if i == 0 {
+						seen[name] = h.Get(credential)
+					}
+					assert.Equal(t, seen[name], h.Get(credential), "call %d of %s: the app's own credential", i, name)
+				}
+			}
+			assert.NotEqual(t, seen["a"], seen["b"], "each app sends its own token")
+		})
+	}
+}
