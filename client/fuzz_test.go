@@ -225,11 +225,11 @@ func dataNamed(body []byte) int {
 func checkOnePass(t *testing.T, body []byte) {
 	var one, streamed []Session
 	d, rest := sessionData(SessionOptions{}, func(s Session) error { one = append(one, s); return nil })
-	env, err := decodeEnvelope(bytes.NewReader(body), d, nil)
+	env, _, err := decodeEnvelope(bytes.NewReader(body), d, nil)
 	if err == nil {
 		err = rest()
 	}
-	ref, refErr := decodeEnvelope(bytes.NewReader(body), data{stream: func(dec *json.Decoder) error {
+	ref, _, refErr := decodeEnvelope(bytes.NewReader(body), data{stream: func(dec *json.Decoder) error {
 		return DecodeSessionList(dec, SessionOptions{}, func(s Session) error { streamed = append(streamed, s); return nil })
 	}}, nil)
 	env.HasData, ref.HasData = false, false // not known in one pass
@@ -244,7 +244,7 @@ func checkOnePass(t *testing.T, body []byte) {
 func FuzzDecodeEnvelope(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		n := 0
-		env, err := decodeEnvelope(bytes.NewReader(body), data{stream: func(dec *json.Decoder) error {
+		env, _, err := decodeEnvelope(bytes.NewReader(body), data{stream: func(dec *json.Decoder) error {
 			return DecodeSessionList(dec, SessionOptions{}, func(Session) error { n++; return nil })
 		}}, nil)
 		if err == io.EOF {
@@ -252,7 +252,7 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		}
 		// The same body with the data skipped: the envelope must read the
 		// same whatever the data decoder.
-		env2, err2 := decodeEnvelope(bytes.NewReader(body), data{}, nil)
+		env2, _, err2 := decodeEnvelope(bytes.NewReader(body), data{}, nil)
 		// Bodies over wholeBody stream: both ways read the same.
 		env3, err3 := decodeStream(bytes.NewReader(body), func(dec *json.Decoder) error {
 			return DecodeSessionList(dec, SessionOptions{}, func(Session) error { return nil })

@@ -67,9 +67,41 @@ func TestSuccessfulAnswersAreRedacted(t *testing.T) {
 	token := "STATIC-T0KEN-abcdef123456/x"
 	body := `{"code":"200","success":true,"data":{"cropId":"corp STATIC-T0KEN-abcdef123456\/x"}}`
 	var c Concurrency
-	_, err := decodeEnvelope(strings.NewReader(body), data{into: &c}, asBytes(secretForms(token)))
+	_, _, err := decodeEnvelope(strings.NewReader(body), data{into: &c}, asBytes(secretForms(token)))
 	require.NoError(t, err)
 	assert.Equal(t, "corp <redacted>", c.CropID)
+}
+
+// What is decoded is redacted a second time of every form unless the body
+// was read whole without a single escape: then its strings are parts of
+// the redacted body. d.forms gets the same forms as the caller.
+func TestDecodedValuesAreRedactedAgainUnlessTheBodyHadNoEscape(t *testing.T) {
+	forms := asBytes(secretForms("STATIC-T0KEN-abcdef123456/x"))
+	long := `{"success":true,"data":{"cropId":"` + strings.Repeat("x", wholeBody) + `"}}`
+	for name, tc := range map[string]struct {
+		body  string
+		again bool
+	}{
+		"plain":          {`{"success":true,"data":{"cropId":"corp-1"}}`, false},
+		"escaped slash":  {`{"success":true,"data":{"cropId":"corp\/1"}}`, true},
+		"unicode escape": {`{"success":true,"data":{"cropId":"corp\u002d1"}}`, true},
+		"escaped name":   {`{"succ\u0065ss":true,"data":{"cropId":"corp-1"}}`, true},
+		"long":           {long, true},
+	} {
+		var (
+			c     Concurrency
+			given [][]byte
+		)
+		env, again, err := decodeEnvelope(strings.NewReader(tc.body), data{into: &c, forms: &given}, forms)
+		require.NoError(t, err, name)
+		require.NotNil(t, env.Success, name)
+		if tc.again {
+			assert.Equal(t, forms, again, name)
+		} else {
+			assert.Nil(t, again, name)
+		}
+		assert.Equal(t, again, given, name)
+	}
 }
 
 // The bytes of every form are the form, whether copied or shared with an
