@@ -153,6 +153,17 @@ func checkUp(body []byte, apps int) error {
 	return nil
 }
 
+// sampleOf returns the value of the unlabelled sample name of an
+// exposition, or "?" when it has none.
+func sampleOf(body []byte, name string) string {
+	for line := range bytes.SplitSeq(body, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte(name+" ")); ok {
+			return string(v)
+		}
+	}
+	return "?"
+}
+
 // seriesOf counts the samples of an exposition labelled app="name".
 func seriesOf(body []byte, name string) int {
 	label := []byte(`app="` + name + `"`)

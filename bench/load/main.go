@@ -126,6 +126,7 @@ type result struct {
 	hwm                int64     // the exporter's peak RSS (bytes)
 	one, two           int64     // upstream calls of one scrape, of two simultaneous ones
 	heapGrowth         uint64    // bytes
+	exporterProcs      string    // the exporter's GOMAXPROCS, from its scrape
 }
 
 func measure(ctx context.Context, o options) (r result, err error) {
@@ -204,6 +205,7 @@ func measure(ctx context.Context, o options) (r result, err error) {
 	}
 	p.stop()
 
+	r.exporterProcs = sampleOf(last, "go_sched_gomaxprocs_threads")
 	// The series of one app without conversations: from this run, or
 	// from a run of one such app.
 	r.series = seriesOf(last, simulator.FleetApp(0, 0).Name)
@@ -238,7 +240,7 @@ func report(out io.Writer, o options, r result) (missed int) {
 
 	fmt.Fprintf(out, "duix_exporter load test: %d apps (per app: sessions %d, conversations %d), %s upstream latency, max_concurrency %d, session lifecycle %s, %d scrapes after a warm-up\n",
 		o.apps, o.sessions, o.conversations, o.latency, o.concurrency, onOff(o.lifecycle), o.scrapes)
-	fmt.Fprintf(out, "machine: nproc %d, %s, %s, GOMAXPROCS %d\n\n", runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(out, "machine: nproc %d, %s, %s, GOMAXPROCS %d (exporter %s)\n\n", runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOMAXPROCS(0), r.exporterProcs)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "figure\tmeasured\ttarget\t")
 	row := func(name, value string) { fmt.Fprintf(tw, "%s\t%s\t\t\n", name, value) }

@@ -154,6 +154,7 @@ func TestRunReportsEveryFigure(t *testing.T) {
 	} {
 		assert.Contains(t, out.String(), row)
 	}
+	assert.Regexp(t, `GOMAXPROCS \d+ \(exporter \d+\)`, out.String(), "the exporter's GOMAXPROCS is read from its scrape")
 	body, err := os.ReadFile(save)
 	require.NoError(t, err)
 	assert.NoError(t, checkUp(body, 3))
