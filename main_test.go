@@ -322,9 +322,10 @@ func TestVersionWithoutLdflagsComesFromTheTree(t *testing.T) {
 }
 
 // The exporter runs its Go code on one CPU unless told otherwise, by
-// --runtime.gomaxprocs or the GOMAXPROCS variable; Go's own metric shows
-// the setting in force.
-func TestOneCPUUnlessToldOtherwise(t *testing.T) {
+// --runtime.gomaxprocs or the GOMAXPROCS variable, and its garbage
+// collector at GOGC 80 unless the GOGC variable is set; Go's own metrics
+// show the settings in force.
+func TestRuntimeSettingsUnlessToldOtherwise(t *testing.T) {
 	gomaxprocs := func(p *process) float64 {
 		code, body := p.get(t, "/metrics")
 		require.Equal(t, http.StatusOK, code)
@@ -337,6 +338,19 @@ func TestOneCPUUnlessToldOtherwise(t *testing.T) {
 	assert.Equal(t, 3.0, gomaxprocs(startExporter(t, "--demo", "--runtime.gomaxprocs=3")), "flag")
 	t.Setenv("GOMAXPROCS", "2")
 	assert.Equal(t, 2.0, gomaxprocs(startExporter(t, "--demo")), "variable")
+
+	t.Setenv("GOMAXPROCS", "")
+	gogc := func(p *process) float64 {
+		code, body := p.get(t, "/metrics")
+		require.Equal(t, http.StatusOK, code)
+		f := parseExposition(t, body)["go_gc_gogc_percent"]
+		require.NotNil(t, f, "go_gc_gogc_percent is served")
+		return f.values[""]
+	}
+	t.Setenv("GOGC", "")
+	assert.Equal(t, 80.0, gogc(startExporter(t, "--demo")), "GOGC by default")
+	t.Setenv("GOGC", "120")
+	assert.Equal(t, 120.0, gogc(startExporter(t, "--demo")), "GOGC from the variable")
 
 	out, err := exec.Command(binary, "--runtime.gomaxprocs=-1", "--demo").CombinedOutput()
 	var ee *exec.ExitError
