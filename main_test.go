@@ -326,31 +326,23 @@ func TestVersionWithoutLdflagsComesFromTheTree(t *testing.T) {
 // collector at GOGC 80 unless the GOGC variable is set; Go's own metrics
 // show the settings in force.
 func TestRuntimeSettingsUnlessToldOtherwise(t *testing.T) {
-	gomaxprocs := func(p *process) float64 {
-		code, body := p.get(t, "/metrics")
+	// The unlabelled sample name of the exporter's /metrics.
+	sample := func(name string, args ...string) float64 {
+		code, body := startExporter(t, append([]string{"--demo"}, args...)...).get(t, "/metrics")
 		require.Equal(t, http.StatusOK, code)
-		f := parseExposition(t, body)["go_sched_gomaxprocs_threads"]
-		require.NotNil(t, f, "go_sched_gomaxprocs_threads is served")
+		f := parseExposition(t, body)[name]
+		require.NotNil(t, f, "%s is served", name)
 		return f.values[""]
 	}
 	t.Setenv("GOMAXPROCS", "")
-	assert.Equal(t, 1.0, gomaxprocs(startExporter(t, "--demo")), "default")
-	assert.Equal(t, 3.0, gomaxprocs(startExporter(t, "--demo", "--runtime.gomaxprocs=3")), "flag")
-	t.Setenv("GOMAXPROCS", "2")
-	assert.Equal(t, 2.0, gomaxprocs(startExporter(t, "--demo")), "variable")
-
-	t.Setenv("GOMAXPROCS", "")
-	gogc := func(p *process) float64 {
-		code, body := p.get(t, "/metrics")
-		require.Equal(t, http.StatusOK, code)
-		f := parseExposition(t, body)["go_gc_gogc_percent"]
-		require.NotNil(t, f, "go_gc_gogc_percent is served")
-		return f.values[""]
-	}
 	t.Setenv("GOGC", "")
-	assert.Equal(t, 80.0, gogc(startExporter(t, "--demo")), "GOGC by default")
+	assert.Equal(t, 1.0, sample("go_sched_gomaxprocs_threads"), "GOMAXPROCS by default")
+	assert.Equal(t, 3.0, sample("go_sched_gomaxprocs_threads", "--runtime.gomaxprocs=3"), "GOMAXPROCS from the flag")
+	assert.Equal(t, 80.0, sample("go_gc_gogc_percent"), "GOGC by default")
+	t.Setenv("GOMAXPROCS", "2")
 	t.Setenv("GOGC", "120")
-	assert.Equal(t, 120.0, gogc(startExporter(t, "--demo")), "GOGC from the variable")
+	assert.Equal(t, 2.0, sample("go_sched_gomaxprocs_threads"), "GOMAXPROCS from the variable")
+	assert.Equal(t, 120.0, sample("go_gc_gogc_percent"), "GOGC from the variable")
 
 	out, err := exec.Command(binary, "--runtime.gomaxprocs=-1", "--demo").CombinedOutput()
 	var ee *exec.ExitError
