@@ -87,6 +87,7 @@ func TestDecodedValuesAreRedactedAgainUnlessTheBodyHadNoEscape(t *testing.T) {
 		"unicode escape": {`{"success":true,"data":{"cropId":"corp\u002d1"}}`, true},
 		"escaped name":   {`{"succ\u0065ss":true,"data":{"cropId":"corp-1"}}`, true},
 		"long":           {long, true},
+		"not UTF-8":      {"{\"success\":true,\"data\":{\"cropId\":\"corp\xff1\"}}", true},
 	} {
 		var (
 			c     Concurrency
@@ -102,6 +103,19 @@ func TestDecodedValuesAreRedactedAgainUnlessTheBodyHadNoEscape(t *testing.T) {
 		}
 		assert.Equal(t, again, given, name)
 	}
+}
+
+// A byte that is not UTF-8 decodes as U+FFFD: a secret holding that
+// character, echoed with such a byte, is found only once decoded.
+func TestASecretSpelledWithBytesThatAreNotUTF8IsRedacted(t *testing.T) {
+	key := "KEY-\ufffd-0123456789abcdef"
+	forms := asBytes(secretForms(key))
+	body := "{\"success\":true,\"data\":{\"cropId\":\"corp KEY-\xff-0123456789abcdef\"}}"
+	var c Concurrency
+	_, again, err := decodeEnvelope(strings.NewReader(body), data{into: &c}, forms)
+	require.NoError(t, err)
+	redactDecoded(&c, again)
+	assert.Equal(t, "corp <redacted>", c.CropID)
 }
 
 // The bytes of every form are the form, whether copied or shared with an
