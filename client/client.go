@@ -256,8 +256,11 @@ func (c *Client) do(ctx context.Context, endpoint, rawURL string, d data) (env e
 	}
 
 	env, again, err := decodeEnvelope(body, d, c.secretForms(token))
-	if err == nil && d.into != nil {
-		redactDecoded(d.into, again)
+	if err == nil {
+		redactDecoded(&env, again) // its code and message, when they streamed
+		if d.into != nil {
+			redactDecoded(d.into, again)
+		}
 	}
 	if err != nil {
 		if cerr, ok := isCallbackError(err); ok {
@@ -358,6 +361,11 @@ func decodeEnvelope(r io.Reader, d data, forms [][]byte) (env envelope, again []
 	}
 	head := buf.Bytes()
 	whole := len(head) <= wholeBody
+	if whole {
+		// Checked as redacted, which is what is decoded: a form that
+		// ends inside a character leaves bytes that are not UTF-8.
+		head = redactAll(head, forms)
+	}
 	if !whole || bytes.IndexByte(head, '\\') >= 0 || !utf8.Valid(head) {
 		again = forms
 	}
@@ -365,7 +373,7 @@ func decodeEnvelope(r io.Reader, d data, forms [][]byte) (env envelope, again []
 		*d.forms = again
 	}
 	if whole {
-		env, err = decodeWhole(redactAll(head, forms), d)
+		env, err = decodeWhole(head, d)
 		return env, again, err
 	}
 	decode := d.stream
@@ -745,11 +753,15 @@ func (c *Client) StopAllSessions(ctx context.Context) (*StopResult, error) {
 
 // stop calls an endpoint that closes sessions and returns its answer.
 func (c *Client) stop(ctx context.Context, endpoint, rawURL string) (*StopResult, error) {
-	var raw json.RawMessage
-	env, err := c.do(ctx, endpoint, rawURL, data{stream: func(dec *json.Decoder) error { return dec.Decode(&raw) }})
+	var (
+		raw   json.RawMessage
+		forms [][]byte
+	)
+	env, err := c.do(ctx, endpoint, rawURL, data{stream: func(dec *json.Decoder) error { return dec.Decode(&raw) }, forms: &forms})
 	if err != nil {
 		return nil, err
 	}
+	redactDecoded(&raw, forms) // a long answer streams without the first pass
 	msg := env.Message
 	if msg == "" {
 		msg = env.Msg

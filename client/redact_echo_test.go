@@ -20,8 +20,8 @@ import (
 
 // A platform that puts the token it received into its answers, in an
 // escape encoding/json does not write or in an answer too long to be read
-// whole, has it redacted all the same: in the strings the client returns
-// and in the raw JSON members it keeps.
+// whole, has it redacted all the same: in the strings the client returns,
+// the raw JSON members it keeps and the message and data of a stop.
 func TestTokensEchoedInOtherEscapesOrLongAnswersAreRedacted(t *testing.T) {
 	for _, variant := range []string{"escaped", "long", "escaped and long"} {
 		t.Run(variant, func(t *testing.T) {
@@ -45,11 +45,13 @@ func TestTokensEchoedInOtherEscapesOrLongAnswersAreRedacted(t *testing.T) {
 						`"conversationInfoDto":{"name":"` + echo + `"},"thirdDto":{"k":"` + echo + `"}}`
 				case strings.HasSuffix(r.URL.Path, client.EndpointSessions):
 					data = `[{"uuid":"` + echo + `","conversationId":"c1","startTime":1700000000000,"note":"` + echo + `"}]`
+				case strings.HasSuffix(r.URL.Path, client.EndpointStopAll):
+					data = `{"closed":"` + echo + `"}`
 				default:
 					http.NotFound(w, r)
 					return
 				}
-				_, _ = fmt.Fprintf(w, `{%s"code":"0","success":true,"data":%s}`, pad, data)
+				_, _ = fmt.Fprintf(w, `{%s"code":"0","message":"done %s","success":true,"data":%s}`, pad, echo, data)
 			}))
 			t.Cleanup(srv.Close)
 			base, err := url.Parse(srv.URL + simulator.BasePath)
@@ -64,6 +66,8 @@ func TestTokensEchoedInOtherEscapesOrLongAnswersAreRedacted(t *testing.T) {
 			sessions, err := c.Sessions(context.Background()) // the raw records are kept: streamed
 			require.NoError(t, err)
 			require.Len(t, sessions, 1)
+			stopped, err := c.StopAllSessions(context.Background())
+			require.NoError(t, err)
 			var third, record map[string]any
 			require.NoError(t, json.Unmarshal(conv.ThirdDto, &third))
 			require.NoError(t, json.Unmarshal(sessions[0].Raw, &record))
@@ -75,6 +79,7 @@ func TestTokensEchoedInOtherEscapesOrLongAnswersAreRedacted(t *testing.T) {
 				conc.CropID, conv.ConversationName, conv.ConversationInfoDto.Name,
 				string(conv.ThirdDto), fmt.Sprint(third),
 				sessions[0].ID, string(sessions[0].Raw), fmt.Sprint(record),
+				stopped.Message, string(stopped.Data),
 			} {
 				for _, secret := range secrets {
 					assert.NotContains(t, got, secret)

@@ -118,6 +118,48 @@ func TestASecretSpelledWithBytesThatAreNotUTF8IsRedacted(t *testing.T) {
 	assert.Equal(t, "corp <redacted>", c.CropID)
 }
 
+// A redaction mark can spell a secret again with the text beside it: a
+// secret that ends in '<' or begins with '>', one that another secret's
+// mark completes, or one whose first character a cut form leaves as a
+// byte that is not UTF-8. Rounds go on until none is left, in an answer's
+// strings and in an error's text.
+func TestAMarkCannotSpellASecretAgain(t *testing.T) {
+	for name, tc := range map[string]struct {
+		secrets []string
+		text    string
+	}{
+		"ends in <":      {[]string{"hunter2hunter2hunter2<"}, "hunter2hunter2hunter2hunter2hunter2hunter2<"},
+		"three rounds":   {[]string{"hunter2hunter2hunter2<"}, strings.Repeat("hunter2hunter2hunter2", 3) + "<"},
+		"begins with >":  {[]string{">hunter2hunter2hunter2"}, ">hunter2hunter2hunter2hunter2hunter2hunter2"},
+		"another's mark": {[]string{"d>passwordpassword", "TOKENTOKENTOKENTOKEN"}, "TOKENTOKENTOKENTOKENpasswordpassword"},
+		"cut character":  {[]string{"abcdefghijklmnopqrs\xe2\x82", "\ufffdsecretsecretsecret"}, "abcdefghijklmnopqrs\u20acsecretsecretsecret"},
+	} {
+		var forms []string
+		for _, secret := range tc.secrets {
+			forms = append(forms, secretForms(secret)...)
+		}
+		body := `{"success":true,"data":{"cropId":"` + tc.text + `"}}`
+		var c Concurrency
+		_, again, err := decodeEnvelope(strings.NewReader(body), data{into: &c}, asBytes(forms))
+		require.NoError(t, err, name)
+		redactDecoded(&c, again)
+		cleaned := clean([]byte(tc.text), false, tc.secrets)
+		for _, secret := range tc.secrets {
+			assert.NotContains(t, c.CropID, secret, name)
+			assert.NotContains(t, cleaned, secret, name)
+		}
+		assert.Contains(t, c.CropID, redacted, name)
+	}
+}
+
+// A form that the mark itself holds would make the rounds endless: past
+// maxRounds, nothing of the text is kept.
+func TestEndlessRoundsKeepNothing(t *testing.T) {
+	assert.Equal(t, redacted, string(redactAll([]byte(`{"cropId":"xd>y"}`), asBytes(secretForms("d>")))))
+	_, _, err := decodeEnvelope(strings.NewReader(`{"success":true,"data":{"cropId":"xd>y"}}`), data{into: &Concurrency{}}, asBytes(secretForms("d>")))
+	assert.Error(t, err, "an answer whose redaction does not end is not decoded")
+}
+
 // The bytes of every form are the form, whether copied or shared with an
 // earlier form, and a shared part cannot be appended into its whole.
 func TestAsBytesKeepsEveryFormWhole(t *testing.T) {
