@@ -83,14 +83,18 @@ func clean(text []byte, more bool, secrets []string) string {
 	for _, f := range forms {
 		longest = max(longest, len(f))
 	}
-	s := string(redactAll(text, asBytes(forms)))
+	b := asBytes(forms)
+	s := string(redactAll(text, b))
 	if more {
 		// Whatever starts in the last longest-1 bytes may be a secret's
 		// beginning; nothing after it was replaced, so it is still there.
 		s = s[:max(len(s)-max(longest-1, 0), 0)]
 	}
 	s = credentialValue.ReplaceAllString(s, "${1}${2}"+redacted)
-	return cut(printable(s), maxSnippet)
+	// Making it printable and cutting it change the text (a control
+	// character or a byte that is not UTF-8 becomes '?', white space is
+	// folded, "..." is added), which can spell a secret again.
+	return string(redactAll([]byte(cut(printable(s), maxSnippet)), b))
 }
 
 // printable replaces control characters and invalid UTF-8 and folds runs of
@@ -260,10 +264,11 @@ func redactString(s string, forms [][]byte) string {
 }
 
 // redactJSON is raw, a JSON value, with every one of forms replaced. A
-// value with a \u escape is first written again as encoding/json writes
-// it, so that an escape it does not write cannot hide a secret.
+// value with an escape is first written again as encoding/json writes it,
+// so that an escape it does not write (\uXXXX, a "/" escaped in one place
+// and not in another) cannot hide a secret.
 func redactJSON(raw []byte, forms [][]byte) []byte {
-	if bytes.Contains(raw, []byte(`\u`)) {
+	if bytes.IndexByte(raw, '\\') >= 0 {
 		var v any
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
@@ -273,5 +278,10 @@ func redactJSON(raw []byte, forms [][]byte) []byte {
 			}
 		}
 	}
-	return redactAll(raw, forms)
+	// A mark inside a string keeps it JSON; a form across its quotes, or
+	// a redaction that kept nothing, may not: then the member is the mark.
+	if out := redactAll(raw, forms); json.Valid(out) {
+		return out
+	}
+	return []byte(`"` + redacted + `"`)
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -150,6 +151,20 @@ func TestAMarkCannotSpellASecretAgain(t *testing.T) {
 		}
 		assert.Contains(t, c.CropID, redacted, name)
 	}
+}
+
+// Credentials with characters a minted token never has ('/', '"', '<',
+// white space, a trailing '.') can be spelled again by the escapes of a
+// raw JSON member, or by what makes an error's text printable and short.
+func TestSecretsWithOtherCharactersAreRedactedWhateverTheirSpelling(t *testing.T) {
+	f := func(s string) [][]byte { return asBytes(secretForms(s)) }
+	assert.NotContains(t, string(redactJSON([]byte(`"a\/b/cdefghijklmnop"`), f("a/b/cdefghijklmnop"))), `cdefghijklmnop`, "slashes escaped in part")
+	assert.NotContains(t, string(redactJSON([]byte(`"pa\"ss<word-0123456789"`), f(`pa"ss<word-0123456789`))), `ss<word`, "a quote and <")
+	assert.NotContains(t, clean([]byte("pass\x00word-0123456789"), false, []string{"pass?word-0123456789"}), "pass?word", "a control character")
+	assert.NotContains(t, clean([]byte("Basic\tdXNlcjpwYXNz"), false, []string{"Basic dXNlcjpwYXNz"}), "dXNlcjpwYXNz", "white space folded")
+	assert.NotContains(t, clean([]byte(strings.Repeat("x", 240)+"horse-battery-stZZ"), false, []string{"horse-battery-st..."}), "horse-battery-st...", "the cut's dots")
+	out := redactJSON([]byte(`{"k":"xd>y"}`), f("d>"))
+	assert.True(t, json.Valid(out), "a member whose redaction kept nothing is still JSON: %s", out)
 }
 
 // A form that the mark itself holds would make the rounds endless: past
