@@ -62,6 +62,7 @@ type options struct {
 	latency, timeout           time.Duration
 	binary, saveScrape         string
 	heapEntries                int
+	procs                      int // GOMAXPROCS of this process (0: Go's default)
 	noFail                     bool
 	lifecycle                  bool
 }
@@ -80,10 +81,14 @@ func main() {
 	flag.BoolVar(&o.noFail, "no-fail", false, "Exit 0 even when a target is missed.")
 	flag.BoolVar(&o.lifecycle, "lifecycle", false, "Turn the session lifecycle metrics on (sessions.lifecycle; 15 more series per app).")
 	flag.StringVar(&o.saveScrape, "save-scrape", "", "Write the body of the last scrape to this file.")
+	flag.IntVar(&o.procs, "gomaxprocs", 0, "GOMAXPROCS of the harness, which makes the direct calls (0: Go's default, every CPU). 1 compares them with the exporter on as many CPUs as it uses by default.")
 	flag.Parse()
 	if err := o.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		os.Exit(2)
+	}
+	if o.procs > 0 {
+		runtime.GOMAXPROCS(o.procs)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -102,8 +107,8 @@ func main() {
 func (o options) check() error {
 	if o.apps < 1 || o.apps > simulator.MaxFleetApps || o.sessions < 0 || o.sessions > simulator.MaxFleetSessions ||
 		o.conversations < 0 || o.conversations > simulator.MaxFleetConversations || o.concurrency < 1 || o.concurrency > 4096 ||
-		o.scrapes < 1 || o.scrapes > 100 || o.latency < 0 || o.latency > 10*time.Second || o.timeout <= 0 || o.heapEntries < 0 {
-		return fmt.Errorf("a flag is out of range: -apps 1..%d, -sessions 0..%d, -conversations 0..%d, -concurrency 1..4096, -scrapes 1..100, -latency 0..10s, -timeout > 0, -heap-entries >= 0",
+		o.scrapes < 1 || o.scrapes > 100 || o.latency < 0 || o.latency > 10*time.Second || o.timeout <= 0 || o.heapEntries < 0 || o.procs < 0 || o.procs > 1024 {
+		return fmt.Errorf("a flag is out of range: -apps 1..%d, -sessions 0..%d, -conversations 0..%d, -concurrency 1..4096, -scrapes 1..100, -latency 0..10s, -timeout > 0, -heap-entries >= 0, -gomaxprocs 0..1024",
 			simulator.MaxFleetApps, simulator.MaxFleetSessions, simulator.MaxFleetConversations)
 	}
 	return nil

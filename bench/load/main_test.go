@@ -229,3 +229,25 @@ func TestReportChecksEveryTarget(t *testing.T) {
 	assert.Equal(t, 6, strings.Count(out.String(), "MISSED"))
 	assert.Contains(t, out.String(), "6 target(s) missed")
 }
+
+func TestCheckRefusesFlagsOutOfRange(t *testing.T) {
+	good := options{apps: 10, sessions: 2, concurrency: 4, scrapes: 3, timeout: time.Minute}
+	require.NoError(t, good.check())
+	for name, change := range map[string]func(*options){
+		"no app":           func(o *options) { o.apps = 0 },
+		"no scrape":        func(o *options) { o.scrapes = 0 },
+		"negative latency": func(o *options) { o.latency = -time.Millisecond },
+		"no timeout":       func(o *options) { o.timeout = 0 },
+		"negative procs":   func(o *options) { o.procs = -1 },
+		"too many procs":   func(o *options) { o.procs = 1025 },
+	} {
+		o := good
+		change(&o)
+		assert.ErrorContains(t, o.check(), "out of range", name)
+	}
+	for _, procs := range []int{0, 1, 2} {
+		o := good
+		o.procs = procs
+		assert.NoError(t, o.check(), "-gomaxprocs %d", procs)
+	}
+}
