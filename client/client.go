@@ -56,6 +56,11 @@ type Transport struct {
 	// Secrets are the other credentials the transport sends (proxy user
 	// info and headers): like the token, they never appear in an error.
 	Secrets []string
+	// SecretFiles hold other credentials the transport sends, header
+	// values read from these files at every request (http_headers files):
+	// their contents are kept out of errors too (see fileSecrets).
+	SecretFiles []string
+	files       headerFiles
 
 	// deadlines are the contexts shared by calls begun together (see
 	// callContext).
@@ -94,8 +99,10 @@ type Client struct {
 	mu         sync.Mutex
 	retryAfter time.Time
 	// forms caches the forms of the credentials of the last token, for
-	// redacting answers: the token changes once in its lifetime.
+	// redacting answers: the token changes once in its lifetime (and the
+	// transport's secret files, rarely: formsFiles is their version).
 	formsToken string
+	formsFiles uint64
 	forms      [][]byte
 }
 
@@ -682,22 +689,29 @@ func (c *Client) clean(text []byte, more bool, token string) string {
 // secretForms lists every form of every credential a request with token
 // sends, computed once per token.
 func (c *Client) secretForms(token string) [][]byte {
+	files, version := c.t.fileSecrets()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.forms == nil || c.formsToken != token {
+	if c.forms == nil || c.formsToken != token || c.formsFiles != version {
 		var forms []string
-		for _, s := range c.secrets(token) {
+		for _, s := range c.secretsWith(token, files) {
 			forms = append(forms, secretForms(s)...)
 		}
 		// A new slice: callers may still read the old one.
-		c.forms, c.formsToken = asBytes(forms), token
+		c.forms, c.formsToken, c.formsFiles = asBytes(forms), token, version
 	}
 	return c.forms
 }
 
 // secrets lists every credential a request with token sends.
 func (c *Client) secrets(token string) []string {
+	files, _ := c.t.fileSecrets()
+	return c.secretsWith(token, files)
+}
+
+func (c *Client) secretsWith(token string, files []string) []string {
 	secrets := append([]string{token}, c.t.Secrets...)
+	secrets = append(secrets, files...)
 	if k, ok := c.tokens.(keyed); ok {
 		secrets = append(secrets, k.signingKey())
 	}

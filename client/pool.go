@@ -58,6 +58,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		Metrics:          opts.Metrics,
 		UserAgent:        opts.UserAgent,
 		Secrets:          transportSecrets(&cfg.API.HTTPClientConfig),
+		SecretFiles:      secretHeaderFiles(&cfg.API.HTTPClientConfig),
 	}
 	p := &Pool{Transport: t, clients: make(map[string]*Client, len(cfg.Apps))}
 	hook := func(kind, path string, err error) {
@@ -147,17 +148,41 @@ func transportSecrets(hc *promconfig.HTTPClientConfig) []string {
 	}
 	for _, values := range hc.ProxyConnectHeader {
 		for _, v := range values {
-			out = append(out, string(v))
+			out = append(out, headerSecrets(string(v))...)
 		}
 	}
 	if hc.HTTPHeaders != nil {
 		for _, h := range hc.HTTPHeaders.Headers {
 			for _, v := range h.Secrets {
-				out = append(out, string(v))
+				out = append(out, headerSecrets(string(v))...)
 			}
 		}
 	}
 	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
+}
+
+// headerSecrets returns the secrets of a secret header value: the value,
+// and, when it begins with a scheme (Bearer, Basic, Key, ...), what
+// follows it, which an upstream may show alone.
+func headerSecrets(v string) []string {
+	if _, credential, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
+		return []string{v, strings.TrimSpace(credential)}
+	}
+	return []string{v}
+}
+
+// secretHeaderFiles lists the files whose contents the HTTP client sends
+// as header values (http_headers files).
+func secretHeaderFiles(hc *promconfig.HTTPClientConfig) []string {
+	if hc.HTTPHeaders == nil {
+		return nil
+	}
+	var files []string
+	for _, h := range hc.HTTPHeaders.Headers {
+		files = append(files, h.Files...)
+	}
+	slices.Sort(files)
+	return slices.Compact(files)
 }
 
 // TokenSourceFor returns the token source an app's configuration asks for;

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	promconfig "github.com/prometheus/common/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -252,4 +253,26 @@ func BenchmarkRedactingAnAppsAnswers(b *testing.B) {
 			}
 		}
 	})
+}
+
+// The credentials of secret header values are known whole and, after a
+// scheme, without it: an upstream may show either.
+func TestTransportSecretsIncludeHeaderCredentialsWithoutTheirScheme(t *testing.T) {
+	hc := &promconfig.HTTPClientConfig{
+		ProxyConfig: promconfig.ProxyConfig{ProxyConnectHeader: promconfig.ProxyHeader{"Proxy-Authorization": {"Basic cHJveHk6c2VjcmV0"}}},
+		HTTPHeaders: &promconfig.Headers{Headers: map[string]promconfig.Header{
+			"X-Api-Key":   {Secrets: []promconfig.Secret{"Key  KEY-VALUE-123 "}, Values: []string{"Public value"}},
+			"X-Plain":     {Secrets: []promconfig.Secret{"PLAIN-VALUE-456"}},
+			"X-From-File": {Files: []string{"/b/header", "/a/header"}},
+			"X-Again":     {Files: []string{"/a/header"}},
+		}},
+	}
+	assert.ElementsMatch(t, []string{
+		"Basic cHJveHk6c2VjcmV0", "cHJveHk6c2VjcmV0",
+		"Key  KEY-VALUE-123 ", "KEY-VALUE-123",
+		"PLAIN-VALUE-456",
+	}, transportSecrets(hc), "values that are not secret are not among them")
+	assert.Equal(t, []string{"/a/header", "/b/header"}, secretHeaderFiles(hc), "each file once")
+	assert.Equal(t, []string{"Bearer x", "x"}, headerSecrets("Bearer x"))
+	assert.Equal(t, []string{"x"}, headerSecrets("x"))
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -139,4 +141,58 @@ apps:
 	assertNoPrefix(t, msg, base64.StdEncoding.EncodeToString([]byte(user+":"+password)), "Basic credential")
 	assertNoPrefix(t, msg, user, "proxy user")
 	assertNoPrefix(t, msg, appKey, "app key")
+}
+
+// TestSecretHeaderValuesAreRedacted has an upstream answer every request
+// with an error that shows the secret http_headers values it received,
+// inline and read from a file, each whole and without its scheme: none may
+// appear in the error, including a file's new content from the first call
+// after it changed.
+func TestSecretHeaderValuesAreRedacted(t *testing.T) {
+	const (
+		inline  = "SECRETHDR-inline-0123456789"
+		inFile  = "SECRETHDR-file-9876543210"
+		rotated = "SECRETHDR-rotated-5555555555"
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, scheme := strings.CutPrefix(r.Header.Get("X-Api-Key"), "Key ")
+		require.True(t, scheme, "the inline value has its scheme")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = fmt.Fprintf(w, "unknown key %s; file %s; was %s",
+			strings.TrimPrefix(r.Header.Get("X-Api-Key"), "Key "), r.Header.Get("X-File-Key"), r.Header.Get("X-Api-Key"))
+	}))
+	t.Cleanup(srv.Close)
+	file := filepath.Join(t.TempDir(), "header.secret")
+	require.NoError(t, os.WriteFile(file, []byte(inFile+"\n"), 0o600))
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`
+api:
+  base_url: %s%s
+  http_client:
+    http_headers:
+      X-Api-Key: {secrets: ["Key %s"]}
+      X-File-Key: {files: [%q]}
+apps:
+  - {name: a, app_id: %q, app_key: %q}
+`, srv.URL, simulator.BasePath, inline, file, appID, appKey)), "")
+	require.NoError(t, err)
+	pool, err := client.NewPool(cfg, client.PoolOptions{})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+
+	call := func() string {
+		_, err := pool.Client("a").Concurrency(context.Background())
+		require.Error(t, err)
+		return err.Error()
+	}
+	msg := call()
+	assert.Contains(t, msg, "unknown key <redacted>; file <redacted>; was <redacted>", "the upstream showed the values")
+	assertNoPrefix(t, msg, inline, "inline header value")
+	assertNoPrefix(t, msg, inFile, "header value from a file")
+
+	// prometheus/common reads the file at every request.
+	require.NoError(t, os.WriteFile(file, []byte(rotated), 0o600))
+	msg = call()
+	assert.Contains(t, msg, "file <redacted>;", "the upstream showed the new value")
+	assertNoPrefix(t, msg, rotated, "the file's new content")
+	assertNoPrefix(t, msg, inFile, "the file's old content")
 }
