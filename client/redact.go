@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -84,6 +85,15 @@ func clean(text []byte, more bool, secrets []string) string {
 		longest = max(longest, len(f))
 	}
 	b := asBytes(forms)
+	// A credential written with escapes no form has (JSON's \u00e9 for a
+	// character outside ASCII, Go's quoting, JSON in a JSON string) is
+	// recognised once they are decoded, and shown decoded; text without a
+	// backslash is as it was. Decoding only shortens the text, so what is
+	// dropped below for more still holds any start of a credential.
+	text, ok := unescapeAll(text)
+	if !ok {
+		return redacted
+	}
 	s := string(redactAll(text, b))
 	if more {
 		// Whatever starts in the last longest-1 bytes may be a secret's
@@ -95,6 +105,107 @@ func clean(text []byte, more bool, secrets []string) string {
 	// character or a byte that is not UTF-8 becomes '?', white space is
 	// folded, "..." is added), which can spell a secret again.
 	return string(redactAll([]byte(cut(printable(s), maxSnippet)), b))
+}
+
+// unescapeAll decodes escapes until none is left (see unescape): an escape
+// can spell another one, as JSON in a JSON string does. ok is false when
+// some are still left after maxRounds rounds.
+func unescapeAll(text []byte) (_ []byte, ok bool) {
+	for range maxRounds {
+		out := unescape(text)
+		if len(out) == len(text) { // decoding an escape shortens the text
+			return out, true
+		}
+		text = out
+	}
+	return text, len(unescape(text)) == len(text)
+}
+
+// unescape decodes the backslash escapes of JSON strings and of Go's
+// quoting in text: \" \\ \/ \' \a \b \f \n \r \t \v, \xHH (a byte),
+// \uXXXX (with a following low surrogate, one character; alone, U+FFFD, as
+// encoding/json reads it) and \UXXXXXXXX. A backslash that begins none of
+// them is kept. text is returned as it is when it has no backslash.
+func unescape(text []byte) []byte {
+	if bytes.IndexByte(text, '\\') < 0 {
+		return text
+	}
+	out := make([]byte, 0, len(text))
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c != '\\' || i+1 == len(text) {
+			out = append(out, c)
+			i++
+			continue
+		}
+		if b, ok := simpleEscapes[text[i+1]]; ok {
+			out = append(out, b)
+			i += 2
+			continue
+		}
+		switch text[i+1] {
+		case 'x':
+			if v, ok := hexValue(text[i+2:], 2); ok {
+				out = append(out, byte(v))
+				i += 4
+				continue
+			}
+		case 'u':
+			if v, ok := hexValue(text[i+2:], 4); ok {
+				r, n := rune(v), 6
+				if utf16.IsSurrogate(r) {
+					r = utf8.RuneError
+					if len(text) >= i+12 && text[i+6] == '\\' && text[i+7] == 'u' {
+						if lo, ok := hexValue(text[i+8:], 4); ok {
+							if pair := utf16.DecodeRune(rune(v), rune(lo)); pair != utf8.RuneError {
+								r, n = pair, 12
+							}
+						}
+					}
+				}
+				out = utf8.AppendRune(out, r)
+				i += n
+				continue
+			}
+		case 'U':
+			if v, ok := hexValue(text[i+2:], 8); ok && v <= utf8.MaxRune {
+				out = utf8.AppendRune(out, rune(v))
+				i += 10
+				continue
+			}
+		}
+		out = append(out, c)
+		i++
+	}
+	return out
+}
+
+// simpleEscapes are the one-letter escapes of JSON and Go.
+var simpleEscapes = map[byte]byte{
+	'"': '"', '\\': '\\', '/': '/', '\'': '\'',
+	'a': '\a', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v',
+}
+
+// hexValue reads n hexadecimal digits at the start of b.
+func hexValue(b []byte, n int) (uint32, bool) {
+	if len(b) < n {
+		return 0, false
+	}
+	var v uint32
+	for _, c := range b[:n] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uint32(c)
+	}
+	return v, true
 }
 
 // printable replaces control characters and invalid UTF-8 and folds runs of

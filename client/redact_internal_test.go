@@ -3,8 +3,11 @@ package client
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	promconfig "github.com/prometheus/common/config"
 	"github.com/stretchr/testify/assert"
@@ -275,4 +278,95 @@ func TestTransportSecretsIncludeHeaderCredentialsWithoutTheirScheme(t *testing.T
 	assert.Equal(t, []string{"/a/header", "/b/header"}, secretHeaderFiles(hc), "each file once")
 	assert.Equal(t, []string{"Bearer x", "x"}, headerSecrets("Bearer x"))
 	assert.Equal(t, []string{"x"}, headerSecrets("x"))
+}
+
+func TestUnescapeDecodesJSONAndGoEscapes(t *testing.T) {
+	for in, want := range map[string]string{
+		`plain text`:                  `plain text`,
+		`a\"b\\c\/d\'e`:               `a"b\c/d'e`,
+		`\a\b\f\n\r\t\v`:              "\a\b\f\n\r\t\v",
+		`\x41\x7e\xff`:                "A~\xff",
+		`\u0053\u00e9\u20AC`:          "Sé€",
+		`\ud83d\ude00 \U0001F600`:     "😀 😀",
+		`\ud83d alone, \ude00 alone`:  "\uFFFD alone, \uFFFD alone",
+		`\q \x4 \u12 \U0011FFFF end\`: `\q \x4 \u12 \U0011FFFF end\`,
+		`\\u0053`:                     `\u0053`,
+	} {
+		assert.Equal(t, want, string(unescape([]byte(in))), in)
+	}
+	out, ok := unescapeAll([]byte(`\\\\u0053`))
+	assert.True(t, ok)
+	assert.Equal(t, "S", string(out), "escapes that spell escapes are decoded too")
+}
+
+// A credential with characters a minted token never has, echoed with
+// escapes no form of it has (JSON's \uXXXX for every character or for
+// those outside ASCII, Go's quoting, JSON in a JSON string), is redacted:
+// neither what is shown nor what a reader would make of it by decoding
+// its escapes holds it.
+func TestCredentialsWrittenWithEscapesAreRedacted(t *testing.T) {
+	for _, secret := range []string{
+		"clé-secrète-0123456789",
+		`pa"ss\word<0123456789>`,
+		"tab\there-and\x01control-0123",
+		"emoji-😀-0123456789abcdef",
+	} {
+		every := func(s string) string {
+			var b strings.Builder
+			for _, r := range s {
+				if r > 0xFFFF {
+					hi, lo := utf16.EncodeRune(r)
+					fmt.Fprintf(&b, `\u%04x\u%04x`, hi, lo)
+				} else {
+					fmt.Fprintf(&b, `\u%04X`, r)
+				}
+			}
+			return b.String()
+		}
+		ascii := func(s string) string { // Python's json.dumps, PHP's json_encode
+			var b strings.Builder
+			for _, r := range s {
+				switch {
+				case r == '"' || r == '\\':
+					b.WriteString(`\` + string(r))
+				case r == '/':
+					b.WriteString(`\/`)
+				case r < 0x20 || r > 0x7e:
+					b.WriteString(every(string(r)))
+				default:
+					b.WriteRune(r)
+				}
+			}
+			return b.String()
+		}
+		inner, err := json.Marshal(map[string]string{"message": "bad key " + secret})
+		require.NoError(t, err)
+		nested, err := json.Marshal(map[string]string{"error": "upstream said " + string(inner)})
+		require.NoError(t, err)
+		for name, text := range map[string]string{
+			"every character escaped": `{"message":"bad key ` + every(secret) + `"}`,
+			"outside ASCII escaped":   `{"message":"bad key ` + ascii(secret) + `"}`,
+			"quoted by Go":            fmt.Sprintf("dial: bad key %q", secret),
+			"JSON in a JSON string":   string(nested),
+			"twice nested":            `{"e":` + strconv.Quote(string(nested)) + `}`,
+		} {
+			for _, more := range []bool{false, true} {
+				got := clean([]byte(text+strings.Repeat(" ", 40)), more, []string{secret})
+				decoded, ok := unescapeAll([]byte(got))
+				require.True(t, ok)
+				for _, shown := range []string{got, string(decoded)} {
+					for n := 8; n <= len(secret); n++ {
+						require.NotContains(t, shown, secret[:n], "%q %s (more %t): %s", secret, name, more, got)
+					}
+				}
+				assert.Contains(t, got, redacted, "%q %s: %s", secret, name, got)
+			}
+		}
+	}
+}
+
+// Escapes that spell escapes past maxRounds leave nothing of the text.
+func TestEndlessEscapesKeepNothing(t *testing.T) {
+	text := `bad key \` + strings.Repeat(`u005c`, 2*maxRounds) + `u0053ECRET-0123456789`
+	assert.Equal(t, redacted, clean([]byte(text), false, []string{"SECRET-0123456789"}))
 }
