@@ -46,6 +46,11 @@ func secretForms(secret string) []string {
 	// the header and payload of a minted token are no secret, but long
 	// parts are redacted all the same).
 	parts := []string{secret}
+	// With a backslash of its own, it reads otherwise once an upstream
+	// text's escapes are decoded (see clean).
+	if d, ok := redactDecoding([]byte(secret), nil); ok && string(d) != secret {
+		parts = append(parts, string(d))
+	}
 	if p := strings.Split(secret, "."); len(p) == 3 {
 		for _, part := range p {
 			if len(part) >= 16 {
@@ -90,11 +95,11 @@ func clean(text []byte, more bool, secrets []string) string {
 	// recognised once they are decoded, and shown decoded; text without a
 	// backslash is as it was. Decoding only shortens the text, so what is
 	// dropped below for more still holds any start of a credential.
-	text, ok := unescapeAll(text)
+	text, ok := redactDecoding(text, b)
 	if !ok {
 		return redacted
 	}
-	s := string(redactAll(text, b))
+	s := string(text)
 	if more {
 		// Whatever starts in the last longest-1 bytes may be a secret's
 		// beginning; nothing after it was replaced, so it is still there.
@@ -107,17 +112,23 @@ func clean(text []byte, more bool, secrets []string) string {
 	return string(redactAll([]byte(cut(printable(s), maxSnippet)), b))
 }
 
-// unescapeAll decodes escapes until none is left (see unescape): an escape
-// can spell another one, as JSON in a JSON string does. ok is false when
-// some are still left after maxRounds rounds.
-func unescapeAll(text []byte) (_ []byte, ok bool) {
+// redactDecoding replaces forms in text (see redactAll), then decodes one
+// round of its escapes (see unescape) and replaces them again, until no
+// escape is left: an escape can spell another one, as JSON in a JSON string
+// does. A credential is found at whatever depth it was echoed, before
+// decoding can change it: one with a backslash of its own (a\nb) is no
+// longer itself once decoded. ok is false when escapes are still left
+// after maxRounds rounds.
+func redactDecoding(text []byte, forms [][]byte) (_ []byte, ok bool) {
 	for range maxRounds {
+		text = redactAll(text, forms)
 		out := unescape(text)
 		if len(out) == len(text) { // decoding an escape shortens the text
-			return out, true
+			return text, true
 		}
 		text = out
 	}
+	text = redactAll(text, forms)
 	return text, len(unescape(text)) == len(text)
 }
 
@@ -145,22 +156,27 @@ func unescape(text []byte) []byte {
 		}
 		switch text[i+1] {
 		case 'x':
-			if v, ok := hexValue(text[i+2:], 2); ok {
-				out = append(out, byte(v))
-				i += 4
-				continue
+			if len(text) >= i+4 {
+				hi, ok1 := unhex(text[i+2])
+				lo, ok2 := unhex(text[i+3])
+				if ok1 && ok2 {
+					out = append(out, hi<<4|lo)
+					i += 4
+					continue
+				}
 			}
 		case 'u':
-			if v, ok := hexValue(text[i+2:], 4); ok {
-				r, n := rune(v), 6
+			if r, ok := hexRune(text[i+2:], 4); ok {
+				n := 6
 				if utf16.IsSurrogate(r) {
-					r = utf8.RuneError
+					pair := utf8.RuneError
 					if len(text) >= i+12 && text[i+6] == '\\' && text[i+7] == 'u' {
-						if lo, ok := hexValue(text[i+8:], 4); ok {
-							if pair := utf16.DecodeRune(rune(v), rune(lo)); pair != utf8.RuneError {
-								r, n = pair, 12
-							}
+						if lo, ok := hexRune(text[i+8:], 4); ok {
+							pair = utf16.DecodeRune(r, lo)
 						}
+					}
+					if r = pair; r != utf8.RuneError {
+						n = 12
 					}
 				}
 				out = utf8.AppendRune(out, r)
@@ -168,8 +184,8 @@ func unescape(text []byte) []byte {
 				continue
 			}
 		case 'U':
-			if v, ok := hexValue(text[i+2:], 8); ok && v <= utf8.MaxRune {
-				out = utf8.AppendRune(out, rune(v))
+			if r, ok := hexRune(text[i+2:], 8); ok && r >= 0 && r <= utf8.MaxRune {
+				out = utf8.AppendRune(out, r)
 				i += 10
 				continue
 			}
@@ -186,26 +202,34 @@ var simpleEscapes = map[byte]byte{
 	'a': '\a', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v',
 }
 
-// hexValue reads n hexadecimal digits at the start of b.
-func hexValue(b []byte, n int) (uint32, bool) {
+// hexRune reads n hexadecimal digits (at most 8) at the start of b. Eight
+// digits above 7fffffff read as a negative rune.
+func hexRune(b []byte, n int) (rune, bool) {
 	if len(b) < n {
 		return 0, false
 	}
-	var v uint32
+	var v rune
 	for _, c := range b[:n] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
+		d, ok := unhex(c)
+		if !ok {
 			return 0, false
 		}
-		v = v<<4 | uint32(c)
+		v = v<<4 | rune(d)
 	}
 	return v, true
+}
+
+// unhex returns the value of a hexadecimal digit.
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 // printable replaces control characters and invalid UTF-8 and folds runs of

@@ -280,6 +280,11 @@ func TestTransportSecretsIncludeHeaderCredentialsWithoutTheirScheme(t *testing.T
 	assert.Equal(t, []string{"x"}, headerSecrets("x"))
 }
 
+// unescapeAll decodes escapes until none is left, at most maxRounds times.
+func unescapeAll(text []byte) (_ []byte, ok bool) {
+	return redactDecoding(text, nil)
+}
+
 func TestUnescapeDecodesJSONAndGoEscapes(t *testing.T) {
 	for in, want := range map[string]string{
 		`plain text`:                  `plain text`,
@@ -369,4 +374,39 @@ func TestCredentialsWrittenWithEscapesAreRedacted(t *testing.T) {
 func TestEndlessEscapesKeepNothing(t *testing.T) {
 	text := `bad key \` + strings.Repeat(`u005c`, 2*maxRounds) + `u0053ECRET-0123456789`
 	assert.Equal(t, redacted, clean([]byte(text), false, []string{"SECRET-0123456789"}))
+}
+
+// A credential with a backslash of its own (a\nb) is no longer itself
+// once an upstream text's escapes are decoded: it is found as it was
+// echoed, raw or escaped at any depth, before decoding changes it, and
+// what an upstream decoded itself is known too.
+func TestCredentialsWithBackslashesAreRedactedBeforeDecoding(t *testing.T) {
+	for _, secret := range []string{`0123456789\x41BCDEFGHIJ`, `abcdefghij\nklmnopq`, `abcdefghijkl\`, `\\server\share-0123456789`} {
+		once, err := json.Marshal("bad " + secret)
+		require.NoError(t, err)
+		twice, err := json.Marshal(string(once))
+		require.NoError(t, err)
+		decoded, ok := unescapeAll([]byte(secret))
+		require.True(t, ok)
+		for name, text := range map[string]string{
+			"raw":                       "bad " + secret + " end",
+			"raw, a letter after":       "bad " + secret + "nfoo",
+			"in JSON":                   `{"m":` + string(once) + `}`,
+			"in JSON in JSON":           `{"e":` + string(twice) + `}`,
+			"in JSON in JSON, a letter": `{"e":` + string(twice[:len(twice)-1]) + `nfoo"}`,
+			"decoded by the upstream":   "bad " + string(decoded) + " end",
+		} {
+			got := clean([]byte(text), false, []string{secret})
+			shownDecoded, ok := unescapeAll([]byte(got))
+			require.True(t, ok)
+			for _, shown := range []string{got, string(shownDecoded)} {
+				for _, s := range []string{secret, string(decoded)} {
+					for n := 8; n <= len(s); n++ {
+						require.NotContains(t, shown, s[:n], "%q %s: %s", secret, name, got)
+					}
+				}
+			}
+			assert.Contains(t, got, redacted, "%q %s: %s", secret, name, got)
+		}
+	}
 }
