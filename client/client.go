@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,11 +57,10 @@ type Transport struct {
 	// Secrets are the other credentials the transport sends (proxy user
 	// info and headers): like the token, they never appear in an error.
 	Secrets []string
-	// SecretFiles hold other credentials the transport sends, header
-	// values read from these files at every request (http_headers files):
-	// their contents are kept out of errors too (see fileSecrets).
-	SecretFiles []string
-	files       headerFiles
+	// HeaderFiles are headers whose values are read from files at every
+	// request (http_headers files). The client reads and adds them itself,
+	// so that an answer is redacted of the very values its request sent.
+	HeaderFiles []HeaderFile
 
 	// deadlines are the contexts shared by calls begun together (see
 	// callContext).
@@ -99,10 +99,8 @@ type Client struct {
 	mu         sync.Mutex
 	retryAfter time.Time
 	// forms caches the forms of the credentials of the last token, for
-	// redacting answers: the token changes once in its lifetime (and the
-	// transport's secret files, rarely: formsFiles is their version).
+	// redacting answers: the token changes once in its lifetime.
 	formsToken string
-	formsFiles uint64
 	forms      [][]byte
 }
 
@@ -196,6 +194,11 @@ func (c *Client) do(ctx context.Context, endpoint, rawURL string, d data) (env e
 	if err != nil {
 		return env, err
 	}
+	files, err := c.t.readHeaderFiles()
+	if err != nil {
+		return env, &AuthError{Err: err}
+	}
+	cred := sent{token: token, files: files}
 	defer func() {
 		if r, ok := c.tokens.(refusable); ok && err != nil && Reason(err) == ReasonAuth {
 			r.refused() // a rotated key or token file is read before the next call
@@ -215,6 +218,9 @@ func (c *Client) do(ctx context.Context, endpoint, rawURL string, d data) (env e
 	} else {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	for i, h := range c.t.HeaderFiles {
+		req.Header.Add(h.Name, files[i])
+	}
 
 	start := time.Now()
 	status := ""
@@ -223,7 +229,7 @@ func (c *Client) do(ctx context.Context, endpoint, rawURL string, d data) (env e
 	resp, err := c.t.HTTP.Do(req)
 	if err != nil {
 		status = "error"
-		return env, c.transportError(ctx, endpoint, err, token)
+		return env, c.transportError(ctx, endpoint, err, cred)
 	}
 	defer func() {
 		// Drain a little so the connection can be reused, then close.
@@ -246,11 +252,11 @@ func (c *Client) do(ctx context.Context, endpoint, rawURL string, d data) (env e
 		// cut is still whole when it is redacted.
 		b, rerr := io.ReadAll(io.LimitReader(body, errorBodyBytes+1))
 		if rerr != nil && len(b) == 0 && ctx.Err() != nil {
-			return env, c.transportError(ctx, endpoint, rerr, token)
+			return env, c.transportError(ctx, endpoint, rerr, cred)
 		}
 		more := rerr != nil || len(b) > errorBodyBytes
 		b = b[:min(len(b), errorBodyBytes)]
-		herr := &HTTPError{Endpoint: endpoint, StatusCode: resp.StatusCode, Snippet: c.clean(b, more, token)}
+		herr := &HTTPError{Endpoint: endpoint, StatusCode: resp.StatusCode, Snippet: c.clean(b, more, cred)}
 		if resp.StatusCode == http.StatusTooManyRequests {
 			herr.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
 			c.backOff(herr.RetryAfter)
@@ -262,7 +268,7 @@ func (c *Client) do(ctx context.Context, endpoint, rawURL string, d data) (env e
 		return env, &DecodeError{Endpoint: endpoint, Err: fmt.Errorf("%w (%d bytes, Content-Length %d)", ErrBodyTooLarge, maxBytes, resp.ContentLength)}
 	}
 
-	env, again, err := decodeEnvelope(body, d, c.secretForms(token))
+	env, again, err := decodeEnvelope(body, d, c.secretForms(cred))
 	if err == nil {
 		redactDecoded(&env, again) // its code and message, when they streamed
 		if d.into != nil {
@@ -277,11 +283,11 @@ func (c *Client) do(ctx context.Context, endpoint, rawURL string, d data) (env e
 		case errors.Is(body.readErr, ErrBodyTooLarge):
 			return env, &DecodeError{Endpoint: endpoint, Err: fmt.Errorf("%w (%d bytes)", ErrBodyTooLarge, maxBytes)}
 		case body.readErr != nil:
-			return env, c.transportError(ctx, endpoint, body.readErr, token)
+			return env, c.transportError(ctx, endpoint, body.readErr, cred)
 		case ctx.Err() != nil:
-			return env, c.transportError(ctx, endpoint, ctx.Err(), token)
+			return env, c.transportError(ctx, endpoint, ctx.Err(), cred)
 		}
-		return env, &DecodeError{Endpoint: endpoint, Err: errors.New(c.clean([]byte(err.Error()), false, token))}
+		return env, &DecodeError{Endpoint: endpoint, Err: errors.New(c.clean([]byte(err.Error()), false, cred))}
 	}
 	if env.Success == nil {
 		return env, &DecodeError{Endpoint: endpoint, Err: errors.New("envelope has no success flag")}
@@ -291,7 +297,7 @@ func (c *Client) do(ctx context.Context, endpoint, rawURL string, d data) (env e
 		if msg == "" {
 			msg = env.Msg
 		}
-		aerr := &APIError{Endpoint: endpoint, Code: c.clean([]byte(env.Code), false, token), Message: c.clean([]byte(msg), false, token)}
+		aerr := &APIError{Endpoint: endpoint, Code: c.clean([]byte(env.Code), false, cred), Message: c.clean([]byte(msg), false, cred)}
 		if aerr.Code == "429" {
 			c.backOff(time.Minute)
 		}
@@ -680,38 +686,58 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 // errorBodyBytes bounds what is read of an error body.
 const errorBodyBytes = 64 << 10
 
-// clean passes upstream text through the package's one redaction and
-// truncation path, hiding token and every other credential of the client.
-func (c *Client) clean(text []byte, more bool, token string) string {
-	return clean(text, more, c.secrets(token))
+// sent is what a request sends that is secret: its token, and the values
+// it read from the transport's HeaderFiles.
+type sent struct {
+	token string
+	files []string
 }
 
-// secretForms lists every form of every credential a request with token
-// sends, computed once per token.
-func (c *Client) secretForms(token string) [][]byte {
-	files, version := c.t.fileSecrets()
+// clean passes upstream text through the package's one redaction and
+// truncation path, hiding every credential the request sent.
+func (c *Client) clean(text []byte, more bool, cred sent) string {
+	return clean(text, more, c.secrets(cred))
+}
+
+// secretForms lists every form of every credential a request sends: those
+// of its token and the client's are computed once per token, those of the
+// values it read from files (rare) at every call.
+func (c *Client) secretForms(cred sent) [][]byte {
+	forms := c.tokenForms(cred.token)
+	if len(cred.files) == 0 {
+		return forms
+	}
+	var more []string
+	for _, v := range cred.files {
+		for _, s := range headerSecrets(v) {
+			more = append(more, secretForms(s)...)
+		}
+	}
+	return append(slices.Clip(forms), asBytes(more)...)
+}
+
+// tokenForms lists the forms of the credentials of a request with token
+// that are not read from files, computed once per token.
+func (c *Client) tokenForms(token string) [][]byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.forms == nil || c.formsToken != token || c.formsFiles != version {
+	if c.forms == nil || c.formsToken != token {
 		var forms []string
-		for _, s := range c.secretsWith(token, files) {
+		for _, s := range c.secrets(sent{token: token}) {
 			forms = append(forms, secretForms(s)...)
 		}
 		// A new slice: callers may still read the old one.
-		c.forms, c.formsToken, c.formsFiles = asBytes(forms), token, version
+		c.forms, c.formsToken = asBytes(forms), token
 	}
 	return c.forms
 }
 
-// secrets lists every credential a request with token sends.
-func (c *Client) secrets(token string) []string {
-	files, _ := c.t.fileSecrets()
-	return c.secretsWith(token, files)
-}
-
-func (c *Client) secretsWith(token string, files []string) []string {
-	secrets := append([]string{token}, c.t.Secrets...)
-	secrets = append(secrets, files...)
+// secrets lists every credential a request sends.
+func (c *Client) secrets(cred sent) []string {
+	secrets := append([]string{cred.token}, c.t.Secrets...)
+	for _, v := range cred.files {
+		secrets = append(secrets, headerSecrets(v)...)
+	}
 	if k, ok := c.tokens.(keyed); ok {
 		secrets = append(secrets, k.signingKey())
 	}
@@ -720,8 +746,8 @@ func (c *Client) secretsWith(token string, files []string) []string {
 
 // transportError classifies an error from sending a request or reading its
 // body, with its text cleaned like any upstream text.
-func (c *Client) transportError(ctx context.Context, endpoint string, err error, token string) error {
-	return classifyTransport(ctx, endpoint, err, func(s string) string { return c.clean([]byte(s), false, token) })
+func (c *Client) transportError(ctx context.Context, endpoint string, err error, cred sent) error {
+	return classifyTransport(ctx, endpoint, err, func(s string) string { return c.clean([]byte(s), false, cred) })
 }
 
 // Concurrency returns the app's real-time concurrency status

@@ -1,47 +1,26 @@
 package client
 
-import (
-	"strings"
-	"sync"
-)
+import "fmt"
 
-// headerFiles are the secrets the transport reads from its SecretFiles.
-// prometheus/common reads such a file at every request, so each one is
-// looked at (a stat) at every call too, and read again when it changed: a
-// new value is known from the first request that sends it. A file that
-// cannot be read keeps its last value; the request fails anyway.
-type headerFiles struct {
-	once    sync.Once
-	files   []*secretFile
-	mu      sync.Mutex
-	values  [][]string // per file: its secrets (see headerSecrets)
-	version uint64     // changes when a value does
-}
+// HeaderFile is a header whose value is read from a file at every request.
+type HeaderFile struct{ Name, Path string }
 
-// fileSecrets returns the secrets in the transport's SecretFiles, and a
-// number that changes when they do. Without files it costs nothing.
-func (t *Transport) fileSecrets() ([]string, uint64) {
-	if len(t.SecretFiles) == 0 {
-		return nil, 0
+// readHeaderFiles reads the values of the transport's HeaderFiles, in
+// order, as prometheus/common would at every request, with the care of a
+// key file (a regular file of at most 64 KiB, opened without blocking, not
+// empty once white space is trimmed). A file that cannot be read fails the
+// request: its value would be sent without the client knowing it.
+func (t *Transport) readHeaderFiles() ([]string, error) {
+	if len(t.HeaderFiles) == 0 {
+		return nil, nil
 	}
-	h := &t.files
-	h.once.Do(func() {
-		for _, path := range t.SecretFiles {
-			f := newSecretFile(path, "header", nil)
-			f.recheck = 0
-			h.files = append(h.files, &f)
+	values := make([]string, len(t.HeaderFiles))
+	for i, h := range t.HeaderFiles {
+		b, _, err := readSecretFile(h.Path)
+		if err != nil {
+			return nil, fmt.Errorf("header %s: %w", h.Name, err)
 		}
-		h.values = make([][]string, len(h.files))
-	})
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var all []string
-	for i := range h.files {
-		if b, changed, err := h.files[i].read(); err == nil && changed {
-			h.values[i] = headerSecrets(strings.TrimSpace(string(b)))
-			h.version++
-		}
-		all = append(all, h.values[i]...)
+		values[i] = string(b)
 	}
-	return all, h.version
+	return values, nil
 }

@@ -44,7 +44,8 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		// the User-Agent themselves, without a copy of each request.
 		httpOpts = append(httpOpts, promconfig.WithUserAgent(opts.UserAgent))
 	}
-	httpClient, err := promconfig.NewClientFromConfig(cfg.API.HTTPClientConfig, "duix_exporter", httpOpts...)
+	hc, headerFiles := withoutHeaderFiles(cfg.API.HTTPClientConfig)
+	httpClient, err := promconfig.NewClientFromConfig(hc, "duix_exporter", httpOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("api.http_client: %w", err)
 	}
@@ -58,7 +59,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		Metrics:          opts.Metrics,
 		UserAgent:        opts.UserAgent,
 		Secrets:          transportSecrets(&cfg.API.HTTPClientConfig),
-		SecretFiles:      secretHeaderFiles(&cfg.API.HTTPClientConfig),
+		HeaderFiles:      headerFiles,
 	}
 	p := &Pool{Transport: t, clients: make(map[string]*Client, len(cfg.Apps))}
 	hook := func(kind, path string, err error) {
@@ -162,27 +163,40 @@ func transportSecrets(hc *promconfig.HTTPClientConfig) []string {
 }
 
 // headerSecrets returns the secrets of a secret header value: the value,
-// and, when it begins with a scheme (Bearer, Basic, Key, ...), what
-// follows it, which an upstream may show alone.
+// trimmed as net/http sends it, and, when it begins with a scheme (Bearer,
+// Basic, Key, ...), what follows it, which an upstream may show alone.
 func headerSecrets(v string) []string {
-	if _, credential, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
-		return []string{v, strings.TrimSpace(credential)}
+	out := []string{v}
+	t := strings.TrimSpace(v)
+	if t != v {
+		out = append(out, t)
 	}
-	return []string{v}
+	if i := strings.IndexAny(t, " \t"); i >= 0 {
+		out = append(out, strings.TrimSpace(t[i:]))
+	}
+	return out
 }
 
-// secretHeaderFiles lists the files whose contents the HTTP client sends
-// as header values (http_headers files).
-func secretHeaderFiles(hc *promconfig.HTTPClientConfig) []string {
+// withoutHeaderFiles returns a copy of hc without the header values read
+// from files (http_headers files), and those headers, in the order of
+// their names and, for one name, of the configuration: the client reads
+// and sends them itself (see Transport.HeaderFiles).
+func withoutHeaderFiles(hc promconfig.HTTPClientConfig) (promconfig.HTTPClientConfig, []HeaderFile) {
 	if hc.HTTPHeaders == nil {
-		return nil
+		return hc, nil
 	}
-	var files []string
-	for _, h := range hc.HTTPHeaders.Headers {
-		files = append(files, h.Files...)
+	var files []HeaderFile
+	headers := make(map[string]promconfig.Header, len(hc.HTTPHeaders.Headers))
+	for name, h := range hc.HTTPHeaders.Headers {
+		for _, path := range h.Files {
+			files = append(files, HeaderFile{Name: name, Path: path})
+		}
+		h.Files = nil
+		headers[name] = h
 	}
-	slices.Sort(files)
-	return slices.Compact(files)
+	slices.SortStableFunc(files, func(a, b HeaderFile) int { return strings.Compare(a.Name, b.Name) })
+	hc.HTTPHeaders = &promconfig.Headers{Headers: headers}
+	return hc, files
 }
 
 // TokenSourceFor returns the token source an app's configuration asks for;

@@ -258,24 +258,35 @@ func BenchmarkRedactingAnAppsAnswers(b *testing.B) {
 	})
 }
 
-// The credentials of secret header values are known whole and, after a
-// scheme, without it: an upstream may show either.
+// The credentials of secret header values are known whole, trimmed as
+// they are sent and, after a scheme, without it: an upstream may show
+// either. Header values read from files are left to the client.
 func TestTransportSecretsIncludeHeaderCredentialsWithoutTheirScheme(t *testing.T) {
-	hc := &promconfig.HTTPClientConfig{
+	hc := promconfig.HTTPClientConfig{
 		ProxyConfig: promconfig.ProxyConfig{ProxyConnectHeader: promconfig.ProxyHeader{"Proxy-Authorization": {"Basic cHJveHk6c2VjcmV0"}}},
 		HTTPHeaders: &promconfig.Headers{Headers: map[string]promconfig.Header{
 			"X-Api-Key":   {Secrets: []promconfig.Secret{"Key  KEY-VALUE-123 "}, Values: []string{"Public value"}},
 			"X-Plain":     {Secrets: []promconfig.Secret{"PLAIN-VALUE-456"}},
-			"X-From-File": {Files: []string{"/b/header", "/a/header"}},
+			"X-Tab":       {Secrets: []promconfig.Secret{"Key\tTAB-VALUE-789"}},
+			"X-From-File": {Files: []string{"/b/header", "/a/header"}, Values: []string{"kept"}},
 			"X-Again":     {Files: []string{"/a/header"}},
 		}},
 	}
 	assert.ElementsMatch(t, []string{
 		"Basic cHJveHk6c2VjcmV0", "cHJveHk6c2VjcmV0",
-		"Key  KEY-VALUE-123 ", "KEY-VALUE-123",
+		"Key  KEY-VALUE-123 ", "Key  KEY-VALUE-123", "KEY-VALUE-123",
 		"PLAIN-VALUE-456",
-	}, transportSecrets(hc), "values that are not secret are not among them")
-	assert.Equal(t, []string{"/a/header", "/b/header"}, secretHeaderFiles(hc), "each file once")
+		"Key\tTAB-VALUE-789", "TAB-VALUE-789",
+	}, transportSecrets(&hc), "values that are not secret are not among them")
+
+	stripped, files := withoutHeaderFiles(hc)
+	assert.Equal(t, []HeaderFile{{"X-Again", "/a/header"}, {"X-From-File", "/b/header"}, {"X-From-File", "/a/header"}}, files,
+		"by name, and in the configuration's order for one name")
+	for name, h := range stripped.HTTPHeaders.Headers {
+		assert.Empty(t, h.Files, name)
+	}
+	assert.Equal(t, []string{"kept"}, stripped.HTTPHeaders.Headers["X-From-File"].Values)
+	assert.Len(t, hc.HTTPHeaders.Headers["X-From-File"].Files, 2, "the configuration is left as it was")
 	assert.Equal(t, []string{"Bearer x", "x"}, headerSecrets("Bearer x"))
 	assert.Equal(t, []string{"x"}, headerSecrets("x"))
 }

@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -195,4 +197,115 @@ apps:
 	assert.Contains(t, msg, "file <redacted>;", "the upstream showed the new value")
 	assertNoPrefix(t, msg, rotated, "the file's new content")
 	assertNoPrefix(t, msg, inFile, "the file's old content")
+}
+
+// headerEcho is a pool whose upstream answers 401 showing the X-File-Key
+// and X-Api-Key values it received, the latter with its white space folded
+// into spaces, once during (may be nil) has run while the request waits.
+func headerEcho(t *testing.T, headers string, during func()) *client.Pool {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if during != nil {
+			during()
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+		api := strings.Join(strings.Fields(r.Header.Get("X-Api-Key")), " ")
+		_, _ = fmt.Fprintf(w, "unknown file key %s; api key %s", r.Header.Get("X-File-Key"), api)
+	}))
+	t.Cleanup(srv.Close)
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`
+api:
+  base_url: %s%s
+  http_client:
+    http_headers:
+%s
+apps:
+  - {name: a, app_id: %q, app_key: %q}
+`, srv.URL, simulator.BasePath, headers, appID, appKey)), "")
+	require.NoError(t, err)
+	pool, err := client.NewPool(cfg, client.PoolOptions{})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func callError(t *testing.T, pool *client.Pool) string {
+	t.Helper()
+	_, err := pool.Client("a").Concurrency(context.Background())
+	require.Error(t, err)
+	return err.Error()
+}
+
+// A header file changed while a request waits for its answer, or
+// rewritten with the same size and time, or its value written with white
+// space or a tab after a scheme: what the request sent is what its answer
+// is redacted of.
+func TestHeaderValuesAreRedactedAsTheRequestSentThem(t *testing.T) {
+	const (
+		first  = "SECRETHDR-first-0123456789abcdef"
+		second = "SECRETHDR-second-fedcba98765432"
+	)
+	file := filepath.Join(t.TempDir(), "header.secret")
+	require.NoError(t, os.WriteFile(file, []byte(first), 0o600))
+	var rotate atomic.Bool
+	pool := headerEcho(t, fmt.Sprintf("      X-File-Key: {files: [%q]}", file), func() {
+		if rotate.Load() {
+			require.NoError(t, os.WriteFile(file+".new", []byte(second), 0o600))
+			require.NoError(t, os.Rename(file+".new", file))
+		}
+	})
+	msg := callError(t, pool)
+	assert.Contains(t, msg, "unknown file key <redacted>;", "the upstream showed the value")
+	rotate.Store(true)
+	msg = callError(t, pool) // sends first; second is in the file when the answer comes
+	assert.Contains(t, msg, "unknown file key <redacted>;")
+	assertNoPrefix(t, msg, first, "the value the request sent, changed meanwhile")
+
+	// The same size and time: only the content tells.
+	rotate.Store(false)
+	stamp := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, v := range []string{first, second} {
+		require.NoError(t, os.WriteFile(file, []byte(v), 0o600))
+		require.NoError(t, os.Chtimes(file, stamp, stamp))
+		msg = callError(t, pool)
+		assert.Contains(t, msg, "unknown file key <redacted>;")
+		assertNoPrefix(t, msg, v, "a file rewritten with the same size and time")
+	}
+
+	for name, value := range map[string]string{
+		"white space around":   " SECRETHDR-spaced-0123456789abcd\t",
+		"a tab after a scheme": "Key\tSECRETHDR-tabbed-0123456789ab",
+	} {
+		pool := headerEcho(t, fmt.Sprintf("      X-Api-Key: {secrets: [%q]}", value), nil)
+		msg := callError(t, pool)
+		assert.Contains(t, msg, "<redacted>", name)
+		assertNoPrefix(t, msg, strings.TrimPrefix(strings.TrimSpace(value), "Key\t"), name)
+	}
+}
+
+// A header file that cannot be read as a key file can (larger than 64 KiB,
+// empty, gone) fails the call before anything is sent, naming the header,
+// never its content.
+func TestHeaderFilesThatCannotBeReadFailTheCall(t *testing.T) {
+	const secret = "SECRETHDR-big-0123456789abcdef"
+	dir := t.TempDir()
+	var calls atomic.Int64
+	pool := headerEcho(t, fmt.Sprintf("      X-File-Key: {files: [%q]}", filepath.Join(dir, "header.secret")), func() { calls.Add(1) })
+	for name, content := range map[string]string{
+		"larger than 64 KiB": secret + strings.Repeat("A", 70<<10),
+		"empty":              " \n",
+		"gone":               "",
+	} {
+		path := filepath.Join(dir, "header.secret")
+		_ = os.Remove(path)
+		if name != "gone" {
+			require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+		}
+		_, err := pool.Client("a").Concurrency(context.Background())
+		require.Error(t, err, name)
+		assert.Equal(t, client.ReasonAuth, client.Reason(err), name)
+		assert.Contains(t, err.Error(), "header X-File-Key", name)
+		assertNoPrefix(t, err.Error(), secret, name)
+	}
+	assert.Zero(t, calls.Load(), "nothing was sent")
 }
