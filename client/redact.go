@@ -93,8 +93,7 @@ func clean(text []byte, more bool, secrets []string) string {
 	// A credential written with escapes no form has (JSON's \u00e9 for a
 	// character outside ASCII, Go's quoting, JSON in a JSON string) is
 	// recognised once they are decoded, and shown decoded; text without a
-	// backslash is as it was. Decoding only shortens the text, so what is
-	// dropped below for more still holds any start of a credential.
+	// backslash is as it was.
 	text, ok := redactDecoding(text, b)
 	if !ok {
 		return redacted
@@ -103,7 +102,16 @@ func clean(text []byte, more bool, secrets []string) string {
 	if more {
 		// Whatever starts in the last longest-1 bytes may be a secret's
 		// beginning; nothing after it was replaced, so it is still there.
-		s = s[:max(len(s)-max(longest-1, 0), 0)]
+		// The read may have stopped inside escapes, which stay undecoded
+		// after the decoded start of a secret (up to 12 bytes a round, as
+		// in \u00\u003): the count begins before the first backslash near
+		// the end, and before a character that may be a piece of one.
+		end := len(s)
+		near := max(len(s)-max(longest-1, 0)-12*maxRounds, 0)
+		if j := strings.IndexByte(s[near:], '\\'); j >= 0 {
+			end = max(near+j-utf8.UTFMax, 0)
+		}
+		s = s[:max(end-max(longest-1, 0), 0)]
 	}
 	s = credentialValue.ReplaceAllString(s, "${1}${2}"+redacted)
 	// Making it printable and cutting it change the text (a control
@@ -133,7 +141,7 @@ func redactDecoding(text []byte, forms [][]byte) (_ []byte, ok bool) {
 }
 
 // unescape decodes the backslash escapes of JSON strings and of Go's
-// quoting in text: \" \\ \/ \' \a \b \f \n \r \t \v, \xHH (a byte),
+// quoting in text: \" \\ \/ \' \a \b \f \n \r \t \v, \ooo and \xHH (a byte),
 // \uXXXX (with a following low surrogate, one character; alone, U+FFFD, as
 // encoding/json reads it) and \UXXXXXXXX. A backslash that begins none of
 // them is kept. text is returned as it is when it has no backslash.
@@ -155,6 +163,12 @@ func unescape(text []byte) []byte {
 			continue
 		}
 		switch text[i+1] {
+		case '0', '1', '2', '3': // an octal byte, as Go and C write one
+			if len(text) >= i+4 && isOctal(text[i+2]) && isOctal(text[i+3]) {
+				out = append(out, (text[i+1]-'0')<<6|(text[i+2]-'0')<<3|(text[i+3]-'0'))
+				i += 4
+				continue
+			}
 		case 'x':
 			if len(text) >= i+4 {
 				hi, ok1 := unhex(text[i+2])
@@ -218,6 +232,8 @@ func hexRune(b []byte, n int) (rune, bool) {
 	}
 	return v, true
 }
+
+func isOctal(c byte) bool { return '0' <= c && c <= '7' }
 
 // unhex returns the value of a hexadecimal digit.
 func unhex(c byte) (byte, bool) {

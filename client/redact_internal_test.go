@@ -302,6 +302,7 @@ func TestUnescapeDecodesJSONAndGoEscapes(t *testing.T) {
 		`a\"b\\c\/d\'e`:               `a"b\c/d'e`,
 		`\a\b\f\n\r\t\v`:              "\a\b\f\n\r\t\v",
 		`\x41\x7e\xff`:                "A~\xff",
+		`\101\011\377 \400 \08`:       "A\t\xff \\400 \\08",
 		`\u0053\u00e9\u20AC`:          "Sé€",
 		`\ud83d\ude00 \U0001F600`:     "😀 😀",
 		`\ud83d alone, \ude00 alone`:  "\uFFFD alone, \uFFFD alone",
@@ -355,6 +356,17 @@ func TestCredentialsWrittenWithEscapesAreRedacted(t *testing.T) {
 			}
 			return b.String()
 		}
+		octal := func(s string) string {
+			var b strings.Builder
+			for i := 0; i < len(s); i++ {
+				if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+					fmt.Fprintf(&b, `\%03o`, c)
+				} else {
+					b.WriteByte(c)
+				}
+			}
+			return b.String()
+		}
 		inner, err := json.Marshal(map[string]string{"message": "bad key " + secret})
 		require.NoError(t, err)
 		nested, err := json.Marshal(map[string]string{"error": "upstream said " + string(inner)})
@@ -363,6 +375,7 @@ func TestCredentialsWrittenWithEscapesAreRedacted(t *testing.T) {
 			"every character escaped": `{"message":"bad key ` + every(secret) + `"}`,
 			"outside ASCII escaped":   `{"message":"bad key ` + ascii(secret) + `"}`,
 			"quoted by Go":            fmt.Sprintf("dial: bad key %q", secret),
+			"octal, as C quotes":      `bad key "` + octal(secret) + `"`,
 			"JSON in a JSON string":   string(nested),
 			"twice nested":            `{"e":` + strconv.Quote(string(nested)) + `}`,
 		} {
@@ -418,6 +431,31 @@ func TestCredentialsWithBackslashesAreRedactedBeforeDecoding(t *testing.T) {
 				}
 			}
 			assert.Contains(t, got, redacted, "%q %s: %s", secret, name, got)
+		}
+	}
+}
+
+// A longer body whose read stopped inside escapes (every character of a
+// credential escaped twice, as \u005Cu0030...) keeps undecoded escapes
+// after the decoded start of the credential: that start is dropped all
+// the same, wherever the read stopped.
+func TestTheStartOfACredentialBeforeAnIncompleteEscapeIsDropped(t *testing.T) {
+	secret := "0123456789abcdefghij"
+	every := func(s string) string {
+		var b strings.Builder
+		for _, r := range s {
+			fmt.Fprintf(&b, `\u%04X`, r)
+		}
+		return b.String()
+	}
+	for _, escaped := range []string{every(secret), every(every(secret)), every(fmt.Sprintf("%+q", secret))} {
+		for cut := 0; cut <= len(escaped); cut++ {
+			got := clean([]byte(`{"message":"bad key `+escaped[:cut]), true, []string{secret})
+			decoded, ok := unescapeAll([]byte(got))
+			require.True(t, ok)
+			for _, shown := range []string{got, string(decoded)} {
+				require.NotContains(t, shown, secret[:4], "read up to %d: %s", cut, got)
+			}
 		}
 	}
 }
