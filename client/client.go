@@ -693,6 +693,16 @@ type sent struct {
 	files []string
 }
 
+// fileSecrets are the secrets of the values read from files (see
+// headerSecrets).
+func (cred sent) fileSecrets() []string {
+	var out []string
+	for _, v := range cred.files {
+		out = append(out, headerSecrets(v)...)
+	}
+	return out
+}
+
 // clean passes upstream text through the package's one redaction and
 // truncation path, hiding every credential the request sent.
 func (c *Client) clean(text []byte, more bool, cred sent) string {
@@ -708,10 +718,8 @@ func (c *Client) secretForms(cred sent) [][]byte {
 		return forms
 	}
 	var more []string
-	for _, v := range cred.files {
-		for _, s := range headerSecrets(v) {
-			more = append(more, secretForms(s)...)
-		}
+	for _, s := range cred.fileSecrets() {
+		more = append(more, secretForms(s)...)
 	}
 	return append(slices.Clip(forms), asBytes(more)...)
 }
@@ -735,9 +743,7 @@ func (c *Client) tokenForms(token string) [][]byte {
 // secrets lists every credential a request sends.
 func (c *Client) secrets(cred sent) []string {
 	secrets := append([]string{cred.token}, c.t.Secrets...)
-	for _, v := range cred.files {
-		secrets = append(secrets, headerSecrets(v)...)
-	}
+	secrets = append(secrets, cred.fileSecrets()...)
 	if k, ok := c.tokens.(keyed); ok {
 		secrets = append(secrets, k.signingKey())
 	}

@@ -48,7 +48,7 @@ func secretForms(secret string) []string {
 	parts := []string{secret}
 	// With a backslash of its own, it reads otherwise once an upstream
 	// text's escapes are decoded (see clean).
-	if d, ok := redactDecoding([]byte(secret), nil); ok && string(d) != secret {
+	if d, ok := unescapeAll([]byte(secret)); ok && string(d) != secret {
 		parts = append(parts, string(d))
 	}
 	if p := strings.Split(secret, "."); len(p) == 3 {
@@ -138,6 +138,11 @@ func redactDecoding(text []byte, forms [][]byte) (_ []byte, ok bool) {
 	}
 	text = redactAll(text, forms)
 	return text, len(unescape(text)) == len(text)
+}
+
+// unescapeAll decodes escapes until none is left, at most maxRounds times.
+func unescapeAll(text []byte) (_ []byte, ok bool) {
+	return redactDecoding(text, nil)
 }
 
 // unescape decodes the backslash escapes of JSON strings and of Go's

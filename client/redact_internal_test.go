@@ -291,11 +291,6 @@ func TestTransportSecretsIncludeHeaderCredentialsWithoutTheirScheme(t *testing.T
 	assert.Equal(t, []string{"x"}, headerSecrets("x"))
 }
 
-// unescapeAll decodes escapes until none is left, at most maxRounds times.
-func unescapeAll(text []byte) (_ []byte, ok bool) {
-	return redactDecoding(text, nil)
-}
-
 func TestUnescapeDecodesJSONAndGoEscapes(t *testing.T) {
 	for in, want := range map[string]string{
 		`plain text`:                  `plain text`,
