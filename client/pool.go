@@ -180,7 +180,9 @@ func headerSecrets(v string) []string {
 // withoutHeaderFiles returns a copy of hc without the header values read
 // from files (http_headers files), and those headers, in the order of
 // their names and, for one name, of the configuration: the client reads
-// and sends them itself (see Transport.HeaderFiles).
+// and sends them itself (see Transport.HeaderFiles). A header left with no
+// value is left out: prometheus/common copies every request for a header
+// configuration, even one with nothing to add.
 func withoutHeaderFiles(hc promconfig.HTTPClientConfig) (promconfig.HTTPClientConfig, []HeaderFile) {
 	if hc.HTTPHeaders == nil {
 		return hc, nil
@@ -191,11 +193,16 @@ func withoutHeaderFiles(hc promconfig.HTTPClientConfig) (promconfig.HTTPClientCo
 		for _, path := range h.Files {
 			files = append(files, HeaderFile{Name: name, Path: path})
 		}
-		h.Files = nil
-		headers[name] = h
+		if len(h.Values)+len(h.Secrets) > 0 {
+			h.Files = nil
+			headers[name] = h
+		}
 	}
 	slices.SortStableFunc(files, func(a, b HeaderFile) int { return strings.Compare(a.Name, b.Name) })
-	hc.HTTPHeaders = &promconfig.Headers{Headers: headers}
+	hc.HTTPHeaders = nil
+	if len(headers) > 0 {
+		hc.HTTPHeaders = &promconfig.Headers{Headers: headers}
+	}
 	return hc, files
 }
 

@@ -286,7 +286,13 @@ func TestTransportSecretsIncludeHeaderCredentialsWithoutTheirScheme(t *testing.T
 		assert.Empty(t, h.Files, name)
 	}
 	assert.Equal(t, []string{"kept"}, stripped.HTTPHeaders.Headers["X-From-File"].Values)
+	assert.NotContains(t, stripped.HTTPHeaders.Headers, "X-Again", "nothing is left of it to send")
 	assert.Len(t, hc.HTTPHeaders.Headers["X-From-File"].Files, 2, "the configuration is left as it was")
+	stripped, files = withoutHeaderFiles(promconfig.HTTPClientConfig{HTTPHeaders: &promconfig.Headers{Headers: map[string]promconfig.Header{
+		"X-Only-File": {Files: []string{"/a/header"}},
+	}}})
+	assert.Nil(t, stripped.HTTPHeaders, "no header configuration is left: requests are not copied to add nothing")
+	assert.Equal(t, []HeaderFile{{"X-Only-File", "/a/header"}}, files)
 	assert.Equal(t, []string{"Bearer x", "x"}, headerSecrets("Bearer x"))
 	assert.Equal(t, []string{"x"}, headerSecrets("x"))
 }
