@@ -51,6 +51,11 @@ func secretForms(secret string) []string {
 	if d, ok := unescapeAll([]byte(secret)); ok && string(d) != secret {
 		parts = append(parts, string(d))
 	}
+	// Outside ASCII, as a server that reads header bytes as Latin-1
+	// (Node.js, Java servlets, Python's http.server) echoes it.
+	if l := latin1(secret); l != secret {
+		parts = append(parts, l)
+	}
 	if p := strings.Split(secret, "."); len(p) == 3 {
 		for _, part := range p {
 			if len(part) >= 16 {
@@ -68,6 +73,23 @@ func secretForms(secret string) []string {
 		}
 	}
 	return forms
+}
+
+// latin1 returns s read as Latin-1 and written as UTF-8: each byte outside
+// ASCII becomes the character of that number.
+func latin1(s string) string {
+	i := 0
+	for i < len(s) && s[i] < utf8.RuneSelf {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	b := []byte(s[:i])
+	for _, c := range []byte(s[i:]) {
+		b = utf8.AppendRune(b, rune(c))
+	}
+	return string(b)
 }
 
 // basicAuthForm is how user and password travel in a Basic credential.

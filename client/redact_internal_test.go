@@ -395,6 +395,37 @@ func TestCredentialsWrittenWithEscapesAreRedacted(t *testing.T) {
 	}
 }
 
+// A server that reads header bytes as Latin-1 (Node.js, Java servlets,
+// Python's http.server) echoes each byte of a credential outside ASCII as
+// a character of its own: "é" (two bytes) comes back as "Ã©", raw or as
+// "\u00c3\u00a9". A credential held as Latin-1 bytes comes back as UTF-8.
+func TestCredentialsEchoedAsLatin1AreRedacted(t *testing.T) {
+	// The third holds byte 0xE9 alone, not UTF-8.
+	for _, secret := range []string{"clé-secrète-0123456789", "emoji-😀-0123456789abcdef", "raw-\xe9-byte-0123456789"} {
+		echoed := latin1(secret)
+		require.NotEqual(t, secret, echoed)
+		var ascii strings.Builder // as Python's json.dumps writes it
+		for _, r := range echoed {
+			if r > 0x7e {
+				fmt.Fprintf(&ascii, `\u%04x`, r)
+			} else {
+				ascii.WriteRune(r)
+			}
+		}
+		for name, text := range map[string]string{
+			"raw":     "bad key " + echoed + " end",
+			"in JSON": `{"message":"bad key ` + ascii.String() + `"}`,
+		} {
+			got := clean([]byte(text), false, []string{secret})
+			for n := 8; n <= len(echoed); n++ {
+				require.NotContains(t, got, echoed[:n], "%q %s: %s", secret, name, got)
+			}
+			assert.Contains(t, got, redacted, "%q %s: %s", secret, name, got)
+		}
+	}
+	assert.Equal(t, "plain-ascii", latin1("plain-ascii"))
+}
+
 // Escapes that spell escapes past maxRounds leave nothing of the text.
 func TestEndlessEscapesKeepNothing(t *testing.T) {
 	text := `bad key \` + strings.Repeat(`u005c`, 2*maxRounds) + `u0053ECRET-0123456789`
