@@ -721,7 +721,9 @@ func (c *Client) secretForms(cred sent) [][]byte {
 	for _, s := range cred.fileSecrets() {
 		more = append(more, secretForms(s)...)
 	}
-	return append(slices.Clip(forms), asBytes(more)...)
+	all := append(slices.Clip(forms), asBytes(more)...)
+	longestFirst(all)
+	return all
 }
 
 // tokenForms lists the forms of the credentials of a request with token

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -186,16 +187,19 @@ func TestAsBytesKeepsEveryFormWhole(t *testing.T) {
 	forms := append(secretForms(token), secretForms("key/with\"quote")...)
 	require.Greater(t, len(forms), 5)
 	got := asBytes(forms)
-	require.Len(t, got, len(forms))
-	for i, f := range forms {
-		assert.Equal(t, f, string(got[i]), i)
-	}
-	for i := 1; i < 4; i++ {
-		require.Contains(t, token, forms[i], "a part of the token")
+	want := slices.Clone(forms)
+	longestFirst(want)
+	assert.Equal(t, want, toStrings(got), "every form, longest first")
+	assert.NotEqual(t, forms, want, "in another order than given")
+	assert.Equal(t, token, forms[0])
+	// The shorter first: appending to a part of the token, written into the
+	// token's bytes, would show in the token once it is appended to.
+	for i := len(got) - 1; i >= 0; i-- {
 		got[i] = append(got[i], 'x')
 	}
-	assert.Equal(t, token, string(got[0]), "appending to a part leaves the whole token as it was")
-	assert.Equal(t, forms[4:], toStrings(got[4:]), "nor any other form")
+	for i := range want {
+		assert.Equal(t, want[i]+"x", string(got[i]), "appending to a form leaves every other one as it was")
+	}
 }
 
 func toStrings(b [][]byte) []string {
@@ -424,6 +428,22 @@ func TestCredentialsEchoedAsLatin1AreRedacted(t *testing.T) {
 		}
 	}
 	assert.Equal(t, "plain-ascii", latin1("plain-ascii"))
+}
+
+// Of two secrets where one begins or ends with the other, the longer is
+// replaced whole, whatever their order: the shorter first left the rest
+// of the longer shown.
+func TestASecretInsideAnotherLeavesNothingOfIt(t *testing.T) {
+	const short, long = "SHARED-0123456789abcdef", "SHARED-0123456789abcdef-TAIL-zyxwvu"
+	const ends = "HEAD-zyxwvu-" + short
+	for _, secrets := range [][]string{{short, long, ends}, {long, ends, short}, {ends, short, long}} {
+		got := clean([]byte("a "+long+" b "+ends+" c "+short+" d"), false, secrets)
+		assert.Equal(t, "a <redacted> b <redacted> c <redacted> d", got, "%q", secrets)
+	}
+	// Likewise a header file's value beside the token's forms.
+	c := &Client{t: &Transport{}, tokens: StaticToken(short)}
+	forms := c.secretForms(sent{token: short, files: []string{long}})
+	assert.Equal(t, "x <redacted> y", string(redactAll([]byte("x "+long+" y"), forms)))
 }
 
 // Escapes that spell escapes past maxRounds leave nothing of the text.
