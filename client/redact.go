@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"net/url"
 	"reflect"
 	"regexp"
 	"slices"
@@ -31,7 +32,7 @@ var credentialValue = regexp.MustCompile(`(?i)((?:proxy-)?authorization|token)(\
 
 // secretForms lists the texts under which a secret may travel: as it is,
 // with "/" escaped as "\/" and with the escapes of encoding/json (both
-// occur in JSON bodies that echo a request).
+// occur in JSON bodies that echo a request), and percent-encoded.
 func secretForms(secret string) []string {
 	if secret == "" {
 		return nil
@@ -72,6 +73,10 @@ func secretForms(secret string) []string {
 			add(strings.ReplaceAll(j, "/", `\/`)) // both escapes at once
 		}
 	}
+	// Percent-encoded, as a URL that carries it shows it (a redirect's
+	// Location, a link in an error page).
+	add(url.QueryEscape(secret))
+	add(url.PathEscape(secret))
 	return forms
 }
 

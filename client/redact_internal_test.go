@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -428,6 +429,27 @@ func TestCredentialsEchoedAsLatin1AreRedacted(t *testing.T) {
 		}
 	}
 	assert.Equal(t, "plain-ascii", latin1("plain-ascii"))
+}
+
+// A credential with characters a URL escapes (an app key's "+", "/" and
+// "=") is also known percent-encoded, as a redirect's Location or a link
+// in an error page shows it.
+func TestCredentialsInURLsAreRedacted(t *testing.T) {
+	const secret = "k3y+with/slash and=0123456789=="
+	for _, text := range []string{
+		"see https://login.example/?next=%2Fapi&key=" + url.QueryEscape(secret) + "&x=1",
+		"moved to /keys/" + url.PathEscape(secret) + "/usage",
+	} {
+		got := clean([]byte(text), false, []string{secret})
+		assert.Contains(t, got, redacted, text)
+		for _, spelled := range []string{secret, url.QueryEscape(secret), url.PathEscape(secret)} {
+			for n := 8; n <= len(spelled); n++ {
+				require.NotContains(t, got, spelled[:n], "%s: %s", text, got)
+			}
+		}
+	}
+	assert.Len(t, secretForms("eyJhbGciOiJIUzI1NiJ9.eyJhcHBJZCI6IjEifQ.c2lnbmF0dXJlLXNpZ25hdHVyZQ"), 4,
+		"a token has no other spelling in a URL: the whole, and its three parts")
 }
 
 // Of two secrets where one begins or ends with the other, the longer is
