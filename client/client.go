@@ -57,10 +57,15 @@ type Transport struct {
 	// Secrets are the other credentials the transport sends (proxy user
 	// info and headers): like the token, they never appear in an error.
 	Secrets []string
-	// HeaderFiles are headers whose values are read from files at every
-	// request (http_headers files). The client reads and adds them itself,
-	// so that an answer is redacted of the very values its request sent.
-	HeaderFiles []HeaderFile
+	// Headers are the values of every http_headers header that has a
+	// secret or a file, in the order prometheus/common would send them
+	// (values, secrets, files). The client adds them itself: an answer is
+	// redacted of the very values its request read from files, and a
+	// redirect away from the origin carries none of them (see
+	// keepCredentialsHome).
+	Headers []Header
+	// headerFiles counts the Headers read from files.
+	headerFiles int
 
 	// deadlines are the contexts shared by calls begun together (see
 	// callContext).
@@ -218,9 +223,7 @@ func (c *Client) do(ctx context.Context, endpoint, rawURL string, d data) (env e
 	} else {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	for i, h := range c.t.HeaderFiles {
-		req.Header.Add(h.Name, files[i])
-	}
+	c.t.addHeaders(req.Header, files)
 
 	start := time.Now()
 	status := ""
@@ -687,7 +690,7 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 const errorBodyBytes = 64 << 10
 
 // sent is what a request sends that is secret: its token, and the values
-// it read from the transport's HeaderFiles.
+// it read from the files of the transport's Headers.
 type sent struct {
 	token string
 	files []string

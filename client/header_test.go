@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -65,5 +67,44 @@ apps:
 			}
 			assert.NotEqual(t, seen["a"], seen["b"], "each app sends its own token")
 		})
+	}
+}
+
+// A header of http_headers with values, secrets and files at once is sent
+// with them in that order, as prometheus/common sends a header: the client
+// sends those with a secret or a file itself, and keeps its order.
+func TestConfiguredHeaderValuesKeepTheirOrder(t *testing.T) {
+	sim := simulator.New()
+	sim.AddApp(simulator.App{ID: appID, Key: appKey, Allowance: 3})
+	rec := &recorder{sim: sim}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	for _, f := range []string{"one", "two"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(" from-file-"+f+"\n"), 0o600))
+	}
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`
+api:
+  base_url: %s%s
+  http_client:
+    http_headers:
+      X-Mixed: {files: [%q, %q], secrets: [secret-1, secret-2], values: [value-1, value-2]}
+      X-Public: {values: [public]}
+      X-Secret: {secrets: [only-secret]}
+apps:
+  - {name: a, app_id: %q, app_key: %q}
+`, srv.URL, simulator.BasePath, filepath.Join(dir, "one"), filepath.Join(dir, "two"), appID, appKey)), "")
+	require.NoError(t, err)
+	pool, err := client.NewPool(cfg, client.PoolOptions{})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+
+	for i := range 2 {
+		_, err = pool.Client("a").Concurrency(context.Background())
+		require.NoError(t, err)
+		h := rec.headers()
+		assert.Equal(t, []string{"value-1", "value-2", "secret-1", "secret-2", "from-file-one", "from-file-two"}, h.Values("X-Mixed"), "call %d", i)
+		assert.Equal(t, []string{"public"}, h.Values("X-Public"), "call %d", i)
+		assert.Equal(t, []string{"only-secret"}, h.Values("X-Secret"), "call %d", i)
 	}
 }

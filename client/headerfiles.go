@@ -1,26 +1,47 @@
 package client
 
-import "fmt"
+import (
+	"fmt"
+	"net/http"
+)
 
-// HeaderFile is a header whose value is read from a file at every request.
-type HeaderFile struct{ Name, Path string }
+// Header is one value of a header the client sends itself (see
+// Transport.Headers): Value as it is when Path is empty, else the content
+// of the file at Path, read at every request.
+type Header struct{ Name, Value, Path string }
 
-// readHeaderFiles reads the values of the transport's HeaderFiles, in
-// order, as prometheus/common would at every request, with the care of a
+// readHeaderFiles reads the values of the transport's Headers that come
+// from files, in order, as prometheus/common would at every request, with
+// the care of a
 // key file (a regular file of at most 64 KiB, opened without blocking, not
 // empty once white space is trimmed). A file that cannot be read fails the
 // request: its value would be sent without the client knowing it.
 func (t *Transport) readHeaderFiles() ([]string, error) {
-	if len(t.HeaderFiles) == 0 {
+	if t.headerFiles == 0 {
 		return nil, nil
 	}
-	values := make([]string, len(t.HeaderFiles))
-	for i, h := range t.HeaderFiles {
+	values := make([]string, 0, t.headerFiles)
+	for _, h := range t.Headers {
+		if h.Path == "" {
+			continue
+		}
 		b, _, err := readSecretFile(h.Path)
 		if err != nil {
 			return nil, fmt.Errorf("header %s: %w", h.Name, err)
 		}
-		values[i] = string(b)
+		values = append(values, string(b))
 	}
 	return values, nil
+}
+
+// addHeaders adds the transport's Headers to h, with files the values
+// read from their files.
+func (t *Transport) addHeaders(h http.Header, files []string) {
+	for _, o := range t.Headers {
+		v := o.Value
+		if o.Path != "" {
+			v, files = files[0], files[1:]
+		}
+		h.Add(o.Name, v)
+	}
 }

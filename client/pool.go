@@ -44,12 +44,20 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		// the User-Agent themselves, without a copy of each request.
 		httpOpts = append(httpOpts, promconfig.WithUserAgent(opts.UserAgent))
 	}
-	hc, headerFiles := withoutHeaderFiles(cfg.API.HTTPClientConfig)
+	hc, headers := ownHeaders(cfg.API.HTTPClientConfig)
 	httpClient, err := promconfig.NewClientFromConfig(hc, "duix_exporter", httpOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("api.http_client: %w", err)
 	}
-	httpClient.CheckRedirect = keepCredentialsHome(httpClient.CheckRedirect)
+	var names []string
+	files := 0
+	for _, h := range headers {
+		names = append(names, h.Name)
+		if h.Path != "" {
+			files++
+		}
+	}
+	httpClient.CheckRedirect = keepCredentialsHome(httpClient.CheckRedirect, slices.Compact(names))
 	t := &Transport{
 		HTTP:             httpClient,
 		BaseURL:          base,
@@ -59,7 +67,8 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		Metrics:          opts.Metrics,
 		UserAgent:        opts.UserAgent,
 		Secrets:          transportSecrets(&cfg.API.HTTPClientConfig),
-		HeaderFiles:      headerFiles,
+		Headers:          headers,
+		headerFiles:      files,
 	}
 	p := &Pool{Transport: t, clients: make(map[string]*Client, len(cfg.Apps))}
 	hook := func(kind, path string, err error) {
@@ -84,10 +93,11 @@ const maxRedirects = 10
 // keepCredentialsHome wraps the redirect policy next (nil: follow up to
 // maxRedirects) so that a request redirected away from the origin of the
 // first one (another scheme, host or port), and every later hop, carries
-// neither the token header nor Authorization. net/http drops Authorization
-// only when the host name changes, and never a custom header such as token
-// (docs/platform-api.md#redirects).
-func keepCredentialsHome(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+// neither the token header nor Authorization nor the headers named secret
+// (those of http_headers with a secret or a file). net/http drops
+// Authorization only when the host name changes, and never a custom header
+// such as token (docs/platform-api.md#redirects).
+func keepCredentialsHome(next func(*http.Request, []*http.Request) error, secret []string) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if next != nil {
 			if err := next(req, via); err != nil {
@@ -100,6 +110,9 @@ func keepCredentialsHome(next func(*http.Request, []*http.Request) error) func(*
 			if !sameOrigin(r.URL, via[0].URL) {
 				req.Header.Del("Authorization")
 				req.Header.Del(tokenHeader)
+				for _, name := range secret {
+					req.Header.Del(name)
+				}
 				break
 			}
 		}
@@ -177,33 +190,42 @@ func headerSecrets(v string) []string {
 	return out
 }
 
-// withoutHeaderFiles returns a copy of hc without the header values read
-// from files (http_headers files), and those headers, in the order of
-// their names and, for one name, of the configuration: the client reads
-// and sends them itself (see Transport.HeaderFiles). A header left with no
-// value is left out: prometheus/common copies every request for a header
-// configuration, even one with nothing to add.
-func withoutHeaderFiles(hc promconfig.HTTPClientConfig) (promconfig.HTTPClientConfig, []HeaderFile) {
+// ownHeaders returns a copy of hc without the http_headers that have a
+// secret or a file, and the values of those headers, in the order of their
+// names and, for one name, in the order prometheus/common would send them:
+// values, secrets, files. The client sends them itself (see
+// Transport.Headers). When no header is left, hc has no header
+// configuration at all: prometheus/common copies every request for one,
+// even one with nothing to add.
+func ownHeaders(hc promconfig.HTTPClientConfig) (promconfig.HTTPClientConfig, []Header) {
 	if hc.HTTPHeaders == nil {
 		return hc, nil
 	}
-	var files []HeaderFile
-	headers := make(map[string]promconfig.Header, len(hc.HTTPHeaders.Headers))
+	var own []Header
+	left := make(map[string]promconfig.Header, len(hc.HTTPHeaders.Headers))
 	for name, h := range hc.HTTPHeaders.Headers {
+		if len(h.Secrets)+len(h.Files) == 0 {
+			if len(h.Values) > 0 {
+				left[name] = h
+			}
+			continue
+		}
+		for _, v := range h.Values {
+			own = append(own, Header{Name: name, Value: v})
+		}
+		for _, v := range h.Secrets {
+			own = append(own, Header{Name: name, Value: string(v)})
+		}
 		for _, path := range h.Files {
-			files = append(files, HeaderFile{Name: name, Path: path})
-		}
-		if len(h.Values)+len(h.Secrets) > 0 {
-			h.Files = nil
-			headers[name] = h
+			own = append(own, Header{Name: name, Path: path})
 		}
 	}
-	slices.SortStableFunc(files, func(a, b HeaderFile) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(own, func(a, b Header) int { return strings.Compare(a.Name, b.Name) })
 	hc.HTTPHeaders = nil
-	if len(headers) > 0 {
-		hc.HTTPHeaders = &promconfig.Headers{Headers: headers}
+	if len(left) > 0 {
+		hc.HTTPHeaders = &promconfig.Headers{Headers: left}
 	}
-	return hc, files
+	return hc, own
 }
 
 // TokenSourceFor returns the token source an app's configuration asks for;

@@ -284,20 +284,24 @@ func TestTransportSecretsIncludeHeaderCredentialsWithoutTheirScheme(t *testing.T
 		"Key\tTAB-VALUE-789", "TAB-VALUE-789",
 	}, transportSecrets(&hc), "values that are not secret are not among them")
 
-	stripped, files := withoutHeaderFiles(hc)
-	assert.Equal(t, []HeaderFile{{"X-Again", "/a/header"}, {"X-From-File", "/b/header"}, {"X-From-File", "/a/header"}}, files,
-		"by name, and in the configuration's order for one name")
-	for name, h := range stripped.HTTPHeaders.Headers {
-		assert.Empty(t, h.Files, name)
-	}
-	assert.Equal(t, []string{"kept"}, stripped.HTTPHeaders.Headers["X-From-File"].Values)
-	assert.NotContains(t, stripped.HTTPHeaders.Headers, "X-Again", "nothing is left of it to send")
+	hc.HTTPHeaders.Headers["X-Public"] = promconfig.Header{Values: []string{"p1", "p2"}}
+	hc.HTTPHeaders.Headers["X-Nothing"] = promconfig.Header{}
+	stripped, own := ownHeaders(hc)
+	assert.Equal(t, []Header{
+		{Name: "X-Again", Path: "/a/header"},
+		{Name: "X-Api-Key", Value: "Public value"}, {Name: "X-Api-Key", Value: "Key  KEY-VALUE-123 "},
+		{Name: "X-From-File", Value: "kept"}, {Name: "X-From-File", Path: "/b/header"}, {Name: "X-From-File", Path: "/a/header"},
+		{Name: "X-Plain", Value: "PLAIN-VALUE-456"},
+		{Name: "X-Tab", Value: "Key\tTAB-VALUE-789"},
+	}, own, "by name and, for one name, values, secrets, files, as prometheus/common sends them")
+	assert.Equal(t, map[string]promconfig.Header{"X-Public": {Values: []string{"p1", "p2"}}}, stripped.HTTPHeaders.Headers,
+		"prometheus/common is left the headers with nothing secret, and not one with nothing to send")
 	assert.Len(t, hc.HTTPHeaders.Headers["X-From-File"].Files, 2, "the configuration is left as it was")
-	stripped, files = withoutHeaderFiles(promconfig.HTTPClientConfig{HTTPHeaders: &promconfig.Headers{Headers: map[string]promconfig.Header{
+	stripped, own = ownHeaders(promconfig.HTTPClientConfig{HTTPHeaders: &promconfig.Headers{Headers: map[string]promconfig.Header{
 		"X-Only-File": {Files: []string{"/a/header"}},
 	}}})
 	assert.Nil(t, stripped.HTTPHeaders, "no header configuration is left: requests are not copied to add nothing")
-	assert.Equal(t, []HeaderFile{{"X-Only-File", "/a/header"}}, files)
+	assert.Equal(t, []Header{{Name: "X-Only-File", Path: "/a/header"}}, own)
 	assert.Equal(t, []string{"Bearer x", "x"}, headerSecrets("Bearer x"))
 	assert.Equal(t, []string{"x"}, headerSecrets("x"))
 }
