@@ -57,6 +57,11 @@ func secretForms(secret string) []string {
 	if l := latin1(secret); l != secret {
 		parts = append(parts, l)
 	}
+	// With its runs of white space folded into one space, as a page or a
+	// log line shows a header value of several words.
+	if f := strings.Join(strings.Fields(secret), " "); f != secret && f != "" {
+		parts = append(parts, f)
+	}
 	if p := strings.Split(secret, "."); len(p) == 3 {
 		for _, part := range p {
 			if len(part) >= 16 {
@@ -77,7 +82,28 @@ func secretForms(secret string) []string {
 	// Location, a link in an error page).
 	add(url.QueryEscape(secret))
 	add(url.PathEscape(secret))
+	// With HTML's escapes, as an error page made from a template shows it.
+	if strings.ContainsAny(secret, htmlSpecial) {
+		for _, r := range htmlEscapers {
+			add(r.Replace(secret))
+		}
+	}
 	return forms
+}
+
+// htmlSpecial are the characters htmlEscapers change.
+const htmlSpecial = `&<>"'+`
+
+// htmlEscapers write a text into HTML as the common template engines do:
+// Go's html and text/template, and MarkupSafe (Jinja2, Flask); Go's
+// html/template, which escapes "+" too; Python's html.escape and React;
+// Java's (Spring's HtmlUtils); PHP's htmlspecialchars.
+var htmlEscapers = []*strings.Replacer{
+	strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;"),
+	strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;", "+", "&#43;"),
+	strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#x27;"),
+	strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;"),
+	strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#039;"),
 }
 
 // latin1 returns s read as Latin-1 and written as UTF-8: each byte outside

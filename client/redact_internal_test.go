@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"html"
+	htmltemplate "html/template"
 	"net/url"
 	"slices"
 	"strconv"
@@ -536,4 +538,25 @@ func TestTheStartOfACredentialBeforeAnIncompleteEscapeIsDropped(t *testing.T) {
 			}
 		}
 	}
+}
+
+// An error page made from a template shows a credential with HTML's
+// escapes: as Go's html and html/template write it (the latter escapes
+// "+" too), and as Python, Java and PHP do.
+func TestCredentialsEscapedForHTMLAreRedacted(t *testing.T) {
+	const secret = `k3y+<0123456789>&"quoted" 'x'`
+	var page bytes.Buffer
+	require.NoError(t, htmltemplate.Must(htmltemplate.New("").Parse(`{{.}}`)).Execute(&page, secret))
+	require.Contains(t, page.String(), "&#43;", "html/template escapes +")
+	for name, spelled := range map[string]string{
+		"html/template": page.String(),
+		"html":          html.EscapeString(secret),
+		"Python":        `k3y+&lt;0123456789&gt;&amp;&quot;quoted&quot; &#x27;x&#x27;`,
+		"Java":          `k3y+&lt;0123456789&gt;&amp;&quot;quoted&quot; &#39;x&#39;`,
+		"PHP":           `k3y+&lt;0123456789&gt;&amp;&quot;quoted&quot; &#039;x&#039;`,
+	} {
+		got := clean([]byte("<p>bad key "+spelled+"</p>"), false, []string{secret})
+		assert.Equal(t, "<p>bad key <redacted></p>", got, name)
+	}
+	assert.Len(t, secretForms("plain-0123456789"), 1, "a secret with nothing HTML escapes has no other form")
 }
