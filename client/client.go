@@ -363,7 +363,8 @@ const wholeBody = 64 << 10
 // no form does; none for a body read whole without either, whose strings
 // and raw members are parts of it as it was redacted. That is
 // almost every answer, and the second pass was 1.6% of the exporter's CPU
-// in a profile of `make load`.
+// in a profile of `make load`. A form shorter than minRawForm is never
+// replaced in the body, only in what is decoded (see splitShort).
 func decodeEnvelope(r io.Reader, d data, forms [][]byte) (env envelope, again [][]byte, err error) {
 	buf := bodyBuffers.Get().(*bytes.Buffer)
 	defer func() {
@@ -377,11 +378,13 @@ func decodeEnvelope(r io.Reader, d data, forms [][]byte) (env envelope, again []
 	}
 	head := buf.Bytes()
 	whole := len(head) <= wholeBody
+	long, short := splitShort(forms)
 	if whole {
 		// Checked as redacted, which is what is decoded: a form that
 		// ends inside a character leaves bytes that are not UTF-8.
-		head = redactAll(head, forms)
+		head = redactAll(head, long)
 	}
+	again = short
 	if !whole || bytes.IndexByte(head, '\\') >= 0 || !utf8.Valid(head) {
 		again = forms
 	}

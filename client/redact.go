@@ -393,6 +393,25 @@ func holdsAStart(b []byte, forms [][]byte) bool {
 // first.
 const probeLen = 16
 
+// minRawForm is the length under which a form is not replaced in an
+// answer before it is decoded. A short secret (a proxy user such as
+// "user", a header value such as "10") is also a piece of the answer's
+// syntax: a member's name (userConcurrentNumber), a number, true. Replaced
+// there, it would make the answer undecodable or a count silently zero;
+// in the strings decoded from it, it is replaced all the same.
+const minRawForm = 8
+
+// splitShort splits forms, longest first (see asBytes), into those
+// replaced in an answer before it is decoded and those shorter than
+// minRawForm, replaced only in what is decoded.
+func splitShort(forms [][]byte) (long, short [][]byte) {
+	i, _ := slices.BinarySearchFunc(forms, minRawForm-1, func(f []byte, n int) int { return n - len(f) })
+	if i == len(forms) {
+		return forms, nil
+	}
+	return forms[:i:i], forms[i:]
+}
+
 // asBytes converts forms once for redactAll, which would otherwise convert
 // (and allocate) each of them for every answer, longest first (see
 // longestFirst). A form found in an earlier one (each part of a token)
@@ -497,10 +516,40 @@ func redactJSON(raw []byte, forms [][]byte) []byte {
 			}
 		}
 	}
-	// A mark inside a string keeps it JSON; a form across its quotes, or
-	// a redaction that kept nothing, may not: then the member is the mark.
+	// A mark inside a string keeps it JSON; a form across its quotes or
+	// in a number (a short one, see minRawForm) may not: then the strings
+	// of the decoded member are redacted, and when even that fails (a
+	// redaction that kept nothing) the member is the mark.
 	if out := redactAll(raw, forms); json.Valid(out) {
 		return out
 	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&v) == nil {
+		if b, err := json.Marshal(redactAny(v, forms)); err == nil {
+			return b
+		}
+	}
 	return []byte(`"` + redacted + `"`)
+}
+
+// redactAny is v, a value decoded from JSON, with every one of forms
+// replaced in its strings and member names.
+func redactAny(v any, forms [][]byte) any {
+	switch v := v.(type) {
+	case string:
+		return redactString(v, forms)
+	case []any:
+		for i := range v {
+			v[i] = redactAny(v[i], forms)
+		}
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[redactString(k, forms)] = redactAny(e, forms)
+		}
+		return out
+	}
+	return v
 }

@@ -313,3 +313,48 @@ func TestHeaderFilesThatCannotBeReadFailTheCall(t *testing.T) {
 	}
 	assert.Zero(t, calls.Load(), "nothing was sent")
 }
+
+// A secret only a few bytes long (a header value such as "10", a proxy
+// user such as "user") is also a piece of an answer's syntax: replaced in
+// the body, it would make the answer undecodable or a count silently
+// zero. Answers decode as they came, and the strings decoded from them
+// are redacted of it all the same.
+func TestShortSecretsDoNotBreakAnswers(t *testing.T) {
+	sim := simulator.New()
+	sim.AddApp(simulator.App{ID: appID, Key: appKey, CorpID: "corp user 10", Allowance: 10})
+	require.NoError(t, sim.AddConversation(appID, simulator.Conversation{ID: "c1", ConversationName: "user line 10", MaxConversation: 10}))
+	for range 3 {
+		_, err := sim.StartSession(appID, "c1")
+		require.NoError(t, err)
+	}
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`
+api:
+  base_url: %s%s
+  http_client:
+    http_headers:
+      X-Shard: {secrets: ["10"]}
+      X-User: {secrets: [user]}
+apps:
+  - {name: a, app_id: %q, app_key: %q}
+`, srv.URL, simulator.BasePath, appID, appKey)), "")
+	require.NoError(t, err)
+	pool, err := client.NewPool(cfg, client.PoolOptions{})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	c := pool.Client("a")
+
+	conc, err := c.Concurrency(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, int64(10), conc.TotalConcurrentNumber)
+	assert.Equal(t, int64(3), conc.UserConcurrentNumber, "userConcurrentNumber is read under its name")
+	assert.Equal(t, "corp <redacted> <redacted>", conc.CropID)
+	conv, err := c.Conversation(context.Background(), "c1")
+	require.NoError(t, err)
+	assert.Equal(t, 10, conv.MaxConversation)
+	assert.Equal(t, "<redacted> line <redacted>", conv.ConversationName)
+	sessions, err := c.Sessions(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, sessions, 3)
+}
