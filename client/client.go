@@ -103,9 +103,10 @@ type Client struct {
 
 	mu         sync.Mutex
 	retryAfter time.Time
-	// forms caches the forms of the credentials of the last token, for
-	// redacting answers: the token changes once in its lifetime.
+	// forms caches the forms of the credentials of the last request, for
+	// redacting answers (see secretForms).
 	formsToken string
+	formsFiles []string
 	forms      [][]byte
 }
 
@@ -715,35 +716,21 @@ func (c *Client) clean(text []byte, more bool, cred sent) string {
 	return clean(text, more, c.secrets(cred))
 }
 
-// secretForms lists every form of every credential a request sends: those
-// of its token and the client's are computed once per token, those of the
-// values it read from files (rare) at every call.
+// secretForms lists every form of every credential a request sends,
+// longest first (see asBytes). They are kept for the next request that
+// sends the same: the token changes once in its lifetime, and header
+// files seldom (their forms made at every request were three times the
+// cost of the rest of redacting an answer).
 func (c *Client) secretForms(cred sent) [][]byte {
-	forms := c.tokenForms(cred.token)
-	if len(cred.files) == 0 {
-		return forms
-	}
-	var more []string
-	for _, s := range cred.fileSecrets() {
-		more = append(more, secretForms(s)...)
-	}
-	all := append(slices.Clip(forms), asBytes(more)...)
-	longestFirst(all)
-	return all
-}
-
-// tokenForms lists the forms of the credentials of a request with token
-// that are not read from files, computed once per token.
-func (c *Client) tokenForms(token string) [][]byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.forms == nil || c.formsToken != token {
+	if c.forms == nil || c.formsToken != cred.token || !slices.Equal(c.formsFiles, cred.files) {
 		var forms []string
-		for _, s := range c.secrets(sent{token: token}) {
+		for _, s := range c.secrets(cred) {
 			forms = append(forms, secretForms(s)...)
 		}
 		// A new slice: callers may still read the old one.
-		c.forms, c.formsToken = asBytes(forms), token
+		c.forms, c.formsToken, c.formsFiles = asBytes(forms), cred.token, cred.files
 	}
 	return c.forms
 }
