@@ -64,8 +64,6 @@ type Transport struct {
 	// redirect away from the origin carries none of them (see
 	// keepCredentialsHome).
 	Headers []Header
-	// headerFiles counts the Headers read from files.
-	headerFiles int
 
 	// deadlines are the contexts shared by calls begun together (see
 	// callContext).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -107,4 +108,24 @@ apps:
 		assert.Equal(t, []string{"public"}, h.Values("X-Public"), "call %d", i)
 		assert.Equal(t, []string{"only-secret"}, h.Values("X-Secret"), "call %d", i)
 	}
+}
+
+// A Transport built by hand (not by NewPool) with a header read from a
+// file sends it.
+func TestHandBuiltTransportSendsHeaderFiles(t *testing.T) {
+	sim := simulator.New()
+	sim.AddApp(simulator.App{ID: appID, Key: appKey, Allowance: 3})
+	rec := &recorder{sim: sim}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	base, err := url.Parse(srv.URL + simulator.BasePath)
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "h")
+	require.NoError(t, os.WriteFile(file, []byte("FILE-SECRET-0123456789"), 0o600))
+	tr := &client.Transport{HTTP: srv.Client(), BaseURL: base, Headers: []client.Header{{Name: "X-Fixed", Value: "fixed"}, {Name: "X-File", Path: file}}}
+	c := client.New(tr, appID, client.NewJWTSource(appID, client.StaticKey(appKey), 0, nil))
+	_, err = c.Concurrency(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"FILE-SECRET-0123456789"}, rec.headers().Values("X-File"))
+	assert.Equal(t, []string{"fixed"}, rec.headers().Values("X-Fixed"))
 }

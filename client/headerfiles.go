@@ -17,10 +17,7 @@ type Header struct{ Name, Value, Path string }
 // empty once white space is trimmed). A file that cannot be read fails the
 // request: its value would be sent without the client knowing it.
 func (t *Transport) readHeaderFiles() ([]string, error) {
-	if t.headerFiles == 0 {
-		return nil, nil
-	}
-	values := make([]string, 0, t.headerFiles)
+	var values []string
 	for _, h := range t.Headers {
 		if h.Path == "" {
 			continue

@@ -50,12 +50,8 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		return nil, fmt.Errorf("api.http_client: %w", err)
 	}
 	var names []string
-	files := 0
 	for _, h := range headers {
 		names = append(names, h.Name)
-		if h.Path != "" {
-			files++
-		}
 	}
 	httpClient.CheckRedirect = keepCredentialsHome(httpClient.CheckRedirect, slices.Compact(names))
 	t := &Transport{
@@ -68,7 +64,6 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		UserAgent:        opts.UserAgent,
 		Secrets:          transportSecrets(&cfg.API.HTTPClientConfig),
 		Headers:          headers,
-		headerFiles:      files,
 	}
 	p := &Pool{Transport: t, clients: make(map[string]*Client, len(cfg.Apps))}
 	hook := func(kind, path string, err error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"html"
 	"net/url"
 	"reflect"
 	"regexp"
@@ -150,6 +151,20 @@ func clean(text []byte, more bool, secrets []string) string {
 	text, ok := redactDecoding(text, b)
 	if !ok {
 		return redacted
+	}
+	// HTML's character references in any spelling (&#x2B;, &#x3D;, &apos;,
+	// an escaper that keeps ' ...) are decoded to look for a credential;
+	// a text in which none is found is shown as it came.
+	if bytes.IndexByte(text, '&') >= 0 {
+		if u := []byte(html.UnescapeString(string(text))); !bytes.Equal(u, text) {
+			r, ok := redactDecoding(u, b)
+			if !ok {
+				return redacted
+			}
+			if !bytes.Equal(r, u) {
+				text = r
+			}
+		}
 	}
 	s := string(text)
 	if more {
@@ -540,6 +555,12 @@ func redactAny(v any, forms [][]byte) any {
 	switch v := v.(type) {
 	case string:
 		return redactString(v, forms)
+	case json.Number:
+		// A short form is a piece of many a number; a long one in a
+		// number is the credential itself (a tenant ID, a PIN).
+		if long, _ := splitShort(forms); redactString(string(v), long) != string(v) {
+			return redacted
+		}
 	case []any:
 		for i := range v {
 			v[i] = redactAny(v[i], forms)

@@ -563,4 +563,20 @@ func TestCredentialsEscapedForHTMLAreRedacted(t *testing.T) {
 		assert.Equal(t, "<p>bad key <redacted></p>", got, name)
 	}
 	assert.Len(t, secretForms("plain-0123456789"), 1, "a secret with nothing HTML escapes has no other form")
+
+	// Spellings no form has are found once the text's character
+	// references are decoded, and the text is then shown decoded.
+	for name, tc := range map[string]struct{ secret, page string }{
+		".NET, + as &#x2B;":          {"k3y+0123456789abcdef", "k3y&#x2B;0123456789abcdef"},
+		"Handlebars, = as &#x3D;":    {"QUJDREVGR0hJSktMTU5PUA==", "QUJDREVGR0hJSktMTU5PUA&#x3D;&#x3D;"},
+		"mustache.js, / as &#x2F;":   {"ab/cd0123456789efgh", "ab&#x2F;cd0123456789efgh"},
+		"PHP's HTML5, ' as &apos;":   {"it's-0123456789abcdef", "it&apos;s-0123456789abcdef"},
+		"' kept, & escaped":          {"a'b&c-0123456789abcdef", "a'b&amp;c-0123456789abcdef"},
+		"folded and escaped at once": {"Key\tA&B-0123456789  C-0123456789", "Key A&amp;B-0123456789 C-0123456789"},
+	} {
+		got := clean([]byte("<p>bad key "+tc.page+"</p>"), false, []string{tc.secret})
+		assert.Equal(t, "<p>bad key <redacted></p>", got, name)
+	}
+	assert.Equal(t, "a &amp; b", clean([]byte("a &amp; b"), false, []string{"SECRET-0123456789"}),
+		"a text without a credential is shown as it came")
 }

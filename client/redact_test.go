@@ -358,3 +358,72 @@ apps:
 	require.NoError(t, err)
 	assert.Len(t, sessions, 3)
 }
+
+// A session's start is a number: a short secret that is a piece of it
+// (the "10" of 1764010101000) leaves it as it came, on both of the session
+// list's paths.
+func TestShortSecretsLeaveSessionStartsAlone(t *testing.T) {
+	sim := simulator.New()
+	sim.AddApp(simulator.App{ID: appID, Key: appKey, Allowance: 10})
+	require.NoError(t, sim.AddConversation(appID, simulator.Conversation{ID: "c1", ConversationName: "c", MaxConversation: 10}))
+	start := time.UnixMilli(1764010101000)
+	_, err := sim.StartSessionAt(appID, "c1", start)
+	require.NoError(t, err)
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	c := headerPool(t, srv.URL, `      X-Shard: {secrets: ["10"]}`)
+	for _, keepRaw := range []bool{true, false} {
+		var got []client.Session
+		require.NoError(t, c.EachSession(context.Background(), client.SessionOptions{KeepRaw: keepRaw}, func(s client.Session) error {
+			got = append(got, s)
+			return nil
+		}))
+		require.Len(t, got, 1)
+		if assert.NotNil(t, got[0].Start, "KeepRaw %v", keepRaw) {
+			assert.True(t, start.Equal(*got[0].Start), "KeepRaw %v", keepRaw)
+		}
+	}
+}
+
+// A credential of 8 bytes or more that an upstream writes as a number in
+// a raw member of an answer long enough to stream is redacted all the
+// same.
+func TestNumericSecretsInStreamedRawMembersAreRedacted(t *testing.T) {
+	const secret = "987654321012"
+	pad := strings.Repeat("x", 70<<10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = fmt.Fprintf(w, `{"success":true,"code":"0","data":{"pad":%q,"tenant":%s,"short":10}}`, pad, r.Header.Get("X-Tenant"))
+	}))
+	t.Cleanup(srv.Close)
+	c := headerPool(t, srv.URL, fmt.Sprintf("      X-Tenant: {secrets: [%q]}\n      X-Shard: {secrets: [\"10\"]}", secret))
+	res, err := c.StopAllSessions(context.Background())
+	require.NoError(t, err)
+	var data struct {
+		Tenant any `json:"tenant"`
+		Short  any `json:"short"`
+	}
+	require.NoError(t, json.Unmarshal(res.Data, &data))
+	assert.Equal(t, "<redacted>", data.Tenant)
+	assert.Equal(t, 10.0, data.Short, "a short one is a piece of many a number: left alone")
+	assert.False(t, strings.Contains(string(res.Data), secret), "the secret is nowhere in the data")
+}
+
+// headerPool is the client of app a, with http_headers headers, calling
+// base.
+func headerPool(t *testing.T, base, headers string) *client.Client {
+	t.Helper()
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`
+api:
+  base_url: %s%s
+  http_client:
+    http_headers:
+%s
+apps:
+  - {name: a, app_id: %q, app_key: %q}
+`, base, simulator.BasePath, headers, appID, appKey)), "")
+	require.NoError(t, err)
+	pool, err := client.NewPool(cfg, client.PoolOptions{})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool.Client("a")
+}

@@ -208,8 +208,16 @@ type sessionFields struct {
 	SessionID      scalar `json:"sessionId"`
 	ID             scalar `json:"id"`
 	ConversationID scalar `json:"conversationId"`
-	StartTime      scalar `json:"startTime"`
+	StartTime      millis `json:"startTime"`
 }
+
+// millis is a startTime as it is written. It is read as a time, never
+// shown, so redactDecoded leaves it alone (its field is unexported): a
+// short credential such as "10" is a piece of many a number.
+type millis struct{ v scalar }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (m *millis) UnmarshalJSON(b []byte) error { return m.v.UnmarshalJSON(b) }
 
 // session is the session the fields describe.
 func (f *sessionFields) session() Session {
@@ -221,7 +229,7 @@ func (f *sessionFields) session() Session {
 		}
 	}
 	s.ConversationID = string(f.ConversationID)
-	if ms, err := strconv.ParseInt(string(f.StartTime), 10, 64); err == nil && ms > 0 {
+	if ms, err := strconv.ParseInt(string(f.StartTime.v), 10, 64); err == nil && ms > 0 {
 		t := time.UnixMilli(ms)
 		s.Start = &t
 	}
