@@ -542,8 +542,11 @@ func redactJSON(raw []byte, forms [][]byte) []byte {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if dec.Decode(&v) == nil {
-		if b, err := json.Marshal(redactAny(v, forms)); err == nil {
-			return b
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false) // the mark as it is, not \u003credacted\u003e
+		if enc.Encode(redactAny(v, forms)) == nil {
+			return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 		}
 	}
 	return []byte(`"` + redacted + `"`)

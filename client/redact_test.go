@@ -406,6 +406,7 @@ func TestNumericSecretsInStreamedRawMembersAreRedacted(t *testing.T) {
 	assert.Equal(t, "<redacted>", data.Tenant)
 	assert.Equal(t, 10.0, data.Short, "a short one is a piece of many a number: left alone")
 	assert.False(t, strings.Contains(string(res.Data), secret), "the secret is nowhere in the data")
+	assert.Contains(t, string(res.Data), `"tenant":"<redacted>"`, "the mark as it is, not \\u003credacted\\u003e")
 }
 
 // headerPool is the client of app a, with http_headers headers, calling
