@@ -75,33 +75,17 @@ apps:
 // with them in that order, as prometheus/common sends a header: the client
 // sends those with a secret or a file itself, and keeps its order.
 func TestConfiguredHeaderValuesKeepTheirOrder(t *testing.T) {
-	sim := simulator.New()
-	sim.AddApp(simulator.App{ID: appID, Key: appKey, Allowance: 3})
-	rec := &recorder{sim: sim}
-	srv := httptest.NewServer(rec)
-	t.Cleanup(srv.Close)
+	rec, srv := recordedApp(t)
 	dir := t.TempDir()
 	for _, f := range []string{"one", "two"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(" from-file-"+f+"\n"), 0o600))
 	}
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`
-api:
-  base_url: %s%s
-  http_client:
-    http_headers:
-      X-Mixed: {files: [%q, %q], secrets: [secret-1, secret-2], values: [value-1, value-2]}
+	pool := headerPool(t, srv.URL, fmt.Sprintf(`      X-Mixed: {files: [%q, %q], secrets: [secret-1, secret-2], values: [value-1, value-2]}
       X-Public: {values: [public]}
-      X-Secret: {secrets: [only-secret]}
-apps:
-  - {name: a, app_id: %q, app_key: %q}
-`, srv.URL, simulator.BasePath, filepath.Join(dir, "one"), filepath.Join(dir, "two"), appID, appKey)), "")
-	require.NoError(t, err)
-	pool, err := client.NewPool(cfg, client.PoolOptions{})
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+      X-Secret: {secrets: [only-secret]}`, filepath.Join(dir, "one"), filepath.Join(dir, "two")))
 
 	for i := range 2 {
-		_, err = pool.Client("a").Concurrency(context.Background())
+		_, err := pool.Client("a").Concurrency(context.Background())
 		require.NoError(t, err)
 		h := rec.headers()
 		assert.Equal(t, []string{"value-1", "value-2", "secret-1", "secret-2", "from-file-one", "from-file-two"}, h.Values("X-Mixed"), "call %d", i)
@@ -113,11 +97,7 @@ apps:
 // A Transport built by hand (not by NewPool) with a header read from a
 // file sends it.
 func TestHandBuiltTransportSendsHeaderFiles(t *testing.T) {
-	sim := simulator.New()
-	sim.AddApp(simulator.App{ID: appID, Key: appKey, Allowance: 3})
-	rec := &recorder{sim: sim}
-	srv := httptest.NewServer(rec)
-	t.Cleanup(srv.Close)
+	rec, srv := recordedApp(t)
 	base, err := url.Parse(srv.URL + simulator.BasePath)
 	require.NoError(t, err)
 	file := filepath.Join(t.TempDir(), "h")
@@ -128,4 +108,16 @@ func TestHandBuiltTransportSendsHeaderFiles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"FILE-SECRET-0123456789"}, rec.headers().Values("X-File"))
 	assert.Equal(t, []string{"fixed"}, rec.headers().Values("X-Fixed"))
+}
+
+// recordedApp is a simulator with one app behind a recorder, and its
+// server.
+func recordedApp(t *testing.T) (*recorder, *httptest.Server) {
+	t.Helper()
+	sim := simulator.New()
+	sim.AddApp(simulator.App{ID: appID, Key: appKey, Allowance: 3})
+	rec := &recorder{sim: sim}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	return rec, srv
 }

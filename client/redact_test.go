@@ -213,20 +213,7 @@ func headerEcho(t *testing.T, headers string, during func()) *client.Pool {
 		_, _ = fmt.Fprintf(w, "unknown file key %s; api key %s", r.Header.Get("X-File-Key"), api)
 	}))
 	t.Cleanup(srv.Close)
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`
-api:
-  base_url: %s%s
-  http_client:
-    http_headers:
-%s
-apps:
-  - {name: a, app_id: %q, app_key: %q}
-`, srv.URL, simulator.BasePath, headers, appID, appKey)), "")
-	require.NoError(t, err)
-	pool, err := client.NewPool(cfg, client.PoolOptions{})
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
+	return headerPool(t, srv.URL, headers)
 }
 
 func callError(t *testing.T, pool *client.Pool) string {
@@ -329,21 +316,7 @@ func TestShortSecretsDoNotBreakAnswers(t *testing.T) {
 	}
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`
-api:
-  base_url: %s%s
-  http_client:
-    http_headers:
-      X-Shard: {secrets: ["10"]}
-      X-User: {secrets: [user]}
-apps:
-  - {name: a, app_id: %q, app_key: %q}
-`, srv.URL, simulator.BasePath, appID, appKey)), "")
-	require.NoError(t, err)
-	pool, err := client.NewPool(cfg, client.PoolOptions{})
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	c := pool.Client("a")
+	c := headerPool(t, srv.URL, "      X-Shard: {secrets: [\"10\"]}\n      X-User: {secrets: [user]}").Client("a")
 
 	conc, err := c.Concurrency(context.Background())
 	require.NoError(t, err)
@@ -371,7 +344,7 @@ func TestShortSecretsLeaveSessionStartsAlone(t *testing.T) {
 	require.NoError(t, err)
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
-	c := headerPool(t, srv.URL, `      X-Shard: {secrets: ["10"]}`)
+	c := headerPool(t, srv.URL, `      X-Shard: {secrets: ["10"]}`).Client("a")
 	for _, keepRaw := range []bool{true, false} {
 		var got []client.Session
 		require.NoError(t, c.EachSession(context.Background(), client.SessionOptions{KeepRaw: keepRaw}, func(s client.Session) error {
@@ -395,7 +368,7 @@ func TestNumericSecretsInStreamedRawMembersAreRedacted(t *testing.T) {
 		_, _ = fmt.Fprintf(w, `{"success":true,"code":"0","data":{"pad":%q,"tenant":%s,"short":10}}`, pad, r.Header.Get("X-Tenant"))
 	}))
 	t.Cleanup(srv.Close)
-	c := headerPool(t, srv.URL, fmt.Sprintf("      X-Tenant: {secrets: [%q]}\n      X-Shard: {secrets: [\"10\"]}", secret))
+	c := headerPool(t, srv.URL, fmt.Sprintf("      X-Tenant: {secrets: [%q]}\n      X-Shard: {secrets: [\"10\"]}", secret)).Client("a")
 	res, err := c.StopAllSessions(context.Background())
 	require.NoError(t, err)
 	var data struct {
@@ -409,9 +382,8 @@ func TestNumericSecretsInStreamedRawMembersAreRedacted(t *testing.T) {
 	assert.Contains(t, string(res.Data), `"tenant":"<redacted>"`, "the mark as it is, not \\u003credacted\\u003e")
 }
 
-// headerPool is the client of app a, with http_headers headers, calling
-// base.
-func headerPool(t *testing.T, base, headers string) *client.Client {
+// headerPool is a pool of app a, with http_headers headers, calling base.
+func headerPool(t *testing.T, base, headers string) *client.Pool {
 	t.Helper()
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
 api:
@@ -426,5 +398,5 @@ apps:
 	pool, err := client.NewPool(cfg, client.PoolOptions{})
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	return pool.Client("a")
+	return pool
 }

@@ -123,16 +123,7 @@ func TestTokensNeverFollowARedirectElsewhere(t *testing.T) {
 		for _, header := range []string{config.AuthHeaderAuthorization, config.AuthHeaderToken} {
 			t.Run("same origin/"+credName+"/"+header, func(t *testing.T) {
 				rec := &recorder{sim: sim}
-				var srv *httptest.Server
-				srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-					if strings.HasPrefix(req.URL.Path, "/moved/") {
-						rec.ServeHTTP(w, req)
-						return
-					}
-					http.Redirect(w, req, srv.URL+"/moved"+req.URL.RequestURI(), http.StatusFound)
-				}))
-				t.Cleanup(srv.Close)
-				c := poolFor(t, srv.URL, header, cred, "")
+				c := poolFor(t, movedHome(t, rec), header, cred, "")
 				got, err := c.Concurrency(context.Background())
 				require.NoError(t, err)
 				assert.EqualValues(t, 3, got.TotalConcurrentNumber)
@@ -220,16 +211,7 @@ func TestSecretHeadersNeverFollowARedirectElsewhere(t *testing.T) {
 	assert.Empty(t, got.Values("Token"))
 
 	home := &recorder{sim: sim}
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if strings.HasPrefix(req.URL.Path, "/moved/") {
-			home.ServeHTTP(w, req)
-			return
-		}
-		http.Redirect(w, req, srv.URL+"/moved"+req.URL.RequestURI(), http.StatusFound)
-	}))
-	t.Cleanup(srv.Close)
-	c = poolFor(t, srv.URL, config.AuthHeaderToken, fmt.Sprintf("app_key: %q", appKey), headers)
+	c = poolFor(t, movedHome(t, home), config.AuthHeaderToken, fmt.Sprintf("app_key: %q", appKey), headers)
 	_, err = c.Concurrency(context.Background())
 	require.NoError(t, err)
 	got = home.headers()
@@ -238,4 +220,20 @@ func TestSecretHeadersNeverFollowARedirectElsewhere(t *testing.T) {
 	assert.Equal(t, []string{"public-part", "MIXED-SECRET-0123456789"}, got.Values("X-Mixed"))
 	assert.Equal(t, []string{"INLINE-SECRET-0123456789"}, got.Values("X-Secret"))
 	assert.Equal(t, []string{"public"}, got.Values("X-Public"))
+}
+
+// movedHome is the address of a server that redirects every request to
+// the same path under /moved on itself, where rec answers it.
+func movedHome(t *testing.T, rec *recorder) string {
+	t.Helper()
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasPrefix(req.URL.Path, "/moved/") {
+			rec.ServeHTTP(w, req)
+			return
+		}
+		http.Redirect(w, req, srv.URL+"/moved"+req.URL.RequestURI(), http.StatusFound)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
