@@ -323,8 +323,9 @@ func TestVersionWithoutLdflagsComesFromTheTree(t *testing.T) {
 
 // The exporter runs its Go code on one CPU unless told otherwise, by
 // --runtime.gomaxprocs or the GOMAXPROCS variable, and its garbage
-// collector at GOGC 80 unless the GOGC variable is set; Go's own metrics
-// show the settings in force.
+// collector at the GOGC internal/gcpace sets (150 for the demo's small
+// heap) unless the GOGC variable is set; Go's own metrics show the
+// settings in force.
 func TestRuntimeSettingsUnlessToldOtherwise(t *testing.T) {
 	// The unlabelled sample name of the exporter's /metrics.
 	sample := func(name string, args ...string) float64 {
@@ -338,7 +339,7 @@ func TestRuntimeSettingsUnlessToldOtherwise(t *testing.T) {
 	t.Setenv("GOGC", "")
 	assert.Equal(t, 1.0, sample("go_sched_gomaxprocs_threads"), "GOMAXPROCS by default")
 	assert.Equal(t, 3.0, sample("go_sched_gomaxprocs_threads", "--runtime.gomaxprocs=3"), "GOMAXPROCS from the flag")
-	assert.Equal(t, 80.0, sample("go_gc_gogc_percent"), "GOGC by default")
+	assert.Equal(t, 150.0, sample("go_gc_gogc_percent"), "GOGC by default, with a heap far under the budget")
 	t.Setenv("GOMAXPROCS", "2")
 	t.Setenv("GOGC", "120")
 	assert.Equal(t, 2.0, sample("go_sched_gomaxprocs_threads"), "GOMAXPROCS from the variable")
