@@ -41,8 +41,9 @@ import (
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
-// Targets. The reference run is 1000 apps, 20 ms latency, concurrency 64;
-// the RSS target holds for any number of apps (its reference is 5000).
+// Targets. The wall and CPU ratios are set for the reference run (see
+// reference); other runs report them. The RSS target holds for any number
+// of apps (its reference is 5000); the others hold for every run.
 const (
 	targetWallRatio  = 1.05 // scrape wall / direct wall
 	targetCPURatio   = 1.25 // exporter CPU per scrape / direct CPU per round
@@ -112,6 +113,16 @@ func (o options) check() error {
 			simulator.MaxFleetApps, simulator.MaxFleetSessions, simulator.MaxFleetConversations)
 	}
 	return nil
+}
+
+// reference tells whether o is the run the wall and CPU targets are set
+// for: 1000 apps with 2 sessions and 1 conversation each, 20 ms latency,
+// concurrency 64, the session lifecycle off (its 15 series per app are
+// priced apart: docs/performance.md). -scrapes and -gomaxprocs change how
+// it is measured, not what.
+func (o options) reference() bool {
+	return o.apps == 1000 && o.sessions == 2 && o.conversations == 1 && o.latency == 20*time.Millisecond &&
+		o.concurrency == 64 && !o.lifecycle
 }
 
 func run(ctx context.Context, o options, out io.Writer) (missed int, err error) {
@@ -245,6 +256,9 @@ func report(out io.Writer, o options, r result) (missed int) {
 
 	fmt.Fprintf(out, "duix_exporter load test: %d apps (per app: sessions %d, conversations %d), %s upstream latency, max_concurrency %d, session lifecycle %s, %d scrapes after a warm-up\n",
 		o.apps, o.sessions, o.conversations, o.latency, o.concurrency, onOff(o.lifecycle), o.scrapes)
+	if !o.reference() {
+		fmt.Fprintln(out, "not the reference run (1000 apps, sessions 2, conversations 1, 20ms, max_concurrency 64, lifecycle off): wall and CPU ratios are reported, not checked")
+	}
 	fmt.Fprintf(out, "machine: nproc %d, %s, %s, GOMAXPROCS %d (exporter %s)\n\n", runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOMAXPROCS(0), r.exporterProcs)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "figure\tmeasured\ttarget\t")
@@ -260,8 +274,15 @@ func report(out io.Writer, o options, r result) (missed int) {
 	row("direct: harness CPU per round (mean)", fmt.Sprintf("%.3f s", directCPU))
 	row("scrape: wall median (min)", fmt.Sprintf("%.3f s (%.3f s)", wall.median, wall.min))
 	row("scrape: exporter CPU per scrape (mean)", fmt.Sprintf("%.3f s", r.exporterCPU))
-	check("scrape wall / direct wall (medians)", fmt.Sprintf("%.3f", wallRatio), fmt.Sprintf("<= %.2f", targetWallRatio), wallRatio <= targetWallRatio)
-	check("exporter CPU per scrape / direct CPU per round", fmt.Sprintf("%.3f", cpuRatio), fmt.Sprintf("<= %.2f", targetCPURatio), cpuRatio <= targetCPURatio)
+	ratio := func(name string, v, target float64) {
+		if o.reference() {
+			check(name, fmt.Sprintf("%.3f", v), fmt.Sprintf("<= %.2f", target), v <= target)
+		} else {
+			fmt.Fprintf(tw, "%s\t%.3f\t(<= %.2f in the reference run)\t\n", name, v, target)
+		}
+	}
+	ratio("scrape wall / direct wall (medians)", wallRatio, targetWallRatio)
+	ratio("exporter CPU per scrape / direct CPU per round", cpuRatio, targetCPURatio)
 	maxSeries := targetSeries
 	if o.lifecycle {
 		maxSeries += lifecycleSeries

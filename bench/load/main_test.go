@@ -210,7 +210,8 @@ func children(t *testing.T) []int {
 }
 
 func TestReportChecksEveryTarget(t *testing.T) {
-	o := options{apps: 10, sessions: 2, concurrency: 4, scrapes: 3, heapEntries: 1000}
+	o := options{apps: 1000, sessions: 2, conversations: 1, latency: 20 * time.Millisecond, concurrency: 64, scrapes: 3, heapEntries: 1000}
+	require.True(t, o.reference())
 	good := result{
 		walls: []float64{1.0, 1.02, 1.04}, directWalls: []float64{1, 1, 1}, directCPUs: []float64{0.2, 0.2, 0.2},
 		exporterCPU: 0.24, series: 8, hwm: 64 << 20, one: 20, two: 21, heapGrowth: 1<<20 - 1,
@@ -228,6 +229,41 @@ func TestReportChecksEveryTarget(t *testing.T) {
 	assert.Equal(t, 6, report(&out, o, bad), out.String())
 	assert.Equal(t, 6, strings.Count(out.String(), "MISSED"))
 	assert.Contains(t, out.String(), "6 target(s) missed")
+
+	// Any other run reports the wall and CPU ratios and checks the rest.
+	for name, change := range map[string]func(*options){
+		"lifecycle":     func(o *options) { o.lifecycle = true },
+		"5000 apps":     func(o *options) { o.apps = 5000 },
+		"no latency":    func(o *options) { o.latency = 0 },
+		"concurrency":   func(o *options) { o.concurrency = 16 },
+		"sessions":      func(o *options) { o.sessions = 0 },
+		"conversations": func(o *options) { o.conversations = 0 },
+	} {
+		other := o
+		change(&other)
+		require.False(t, other.reference(), name)
+		want := 4 // RSS, two scrapers, heap growth, series
+		if other.lifecycle {
+			want = 3 // 9 series are within the lifecycle's 23
+		}
+		out.Reset()
+		assert.Equal(t, want, report(&out, other, bad), "%s: %s", name, out.String())
+		assert.Contains(t, out.String(), "not the reference run", name)
+		assert.Contains(t, out.String(), "1.060              (<= 1.05 in the reference run)", name)
+		assert.Contains(t, out.String(), "1.300              (<= 1.25 in the reference run)", name)
+	}
+	lifecycle := o
+	lifecycle.lifecycle = true
+	bad.series = 24
+	out.Reset()
+	assert.Equal(t, 4, report(&out, lifecycle, bad), "24 series are more than the lifecycle's 23: %s", out.String())
+
+	// How it is measured does not make it another run.
+	for _, change := range []func(*options){func(o *options) { o.scrapes = 30 }, func(o *options) { o.procs = 1 }} {
+		same := o
+		change(&same)
+		assert.True(t, same.reference())
+	}
 }
 
 func TestCheckRefusesFlagsOutOfRange(t *testing.T) {
