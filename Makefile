@@ -84,7 +84,7 @@ bench-go: ## The Go benchmarks, allocations reported.
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # The reference run: 1000 apps, 20 ms upstream latency, max_concurrency
-# 64, 5 scrapes; `duix_exporter simulator` serves the apps in a process of
+# 64, 20 scrapes; `duix_exporter simulator` serves the apps in a process of
 # its own. LOAD_FLAGS=-no-fail reports without failing.
 LOAD_FLAGS ?=
 .PHONY: load

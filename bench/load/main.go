@@ -19,7 +19,7 @@
 // It stops its child processes on any exit, and they die with it if it is
 // killed.
 //
-//	go run ./bench/load -apps 1000 -latency 20ms -concurrency 64 -scrapes 5
+//	go run ./bench/load -apps 1000 -latency 20ms -concurrency 64 -scrapes 20
 package main
 
 import (
@@ -73,7 +73,7 @@ func main() {
 	flag.IntVar(&o.apps, "apps", 1000, "Number of apps (N).")
 	flag.DurationVar(&o.latency, "latency", 20*time.Millisecond, "Latency the simulator adds to every answer.")
 	flag.IntVar(&o.concurrency, "concurrency", 64, "api.max_concurrency of the exporter, and the concurrency of the direct calls.")
-	flag.IntVar(&o.scrapes, "scrapes", 5, "Measured scrapes (K, at most 100), after a warm-up scrape.")
+	flag.IntVar(&o.scrapes, "scrapes", 20, "Measured scrapes (K, at most 100), after a warm-up scrape; each follows a round of direct calls.")
 	flag.IntVar(&o.sessions, "sessions", 2, "Active sessions per app.")
 	flag.IntVar(&o.conversations, "conversations", 1, "Configured conversations per app (their details are cached after the warm-up).")
 	flag.StringVar(&o.binary, "binary", "", "duix_exporter binary (empty: build it from the module with go build).")
