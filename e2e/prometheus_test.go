@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -25,10 +24,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v2"
 
-	"github.com/duix-exporter/duix_exporter/simulator"
-
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/internal/readme"
 	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
+	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
 // Files of the bundle, relative to this directory.
@@ -67,20 +66,18 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	// The platform: the demo apps, without churn, so that the test alone
 	// decides the sessions.
 	sim, apps := simulator.NewDemo()
-	baseURL, closeSim, err := sim.Listen("127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(closeSim)
+	baseURL, faults := platformtest.Start(t, sim)
 
 	// The exporter binary, pointed at the simulator.
 	bin := buildExporter(t, dir)
-	exporterAddr := freeAddr(t)
+	exporterAddr := platformtest.FreeAddr(t)
 	exporter := start(t, "exporter", bin,
 		"--config.file="+writeExporterConfig(t, dir, baseURL, apps),
 		"--web.listen-address="+exporterAddr)
 	exporter.waitReady(t, "http://"+exporterAddr+"/-/ready")
 
 	// Prometheus with the shipped configuration and rules.
-	promAddr := freeAddr(t)
+	promAddr := platformtest.FreeAddr(t)
 	promConfig := writePrometheusConfig(t, dir, exporterAddr)
 	prom := start(t, "prometheus", promBin,
 		"--config.file="+promConfig,
@@ -258,12 +255,12 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	t.Run("app-down alert fires while the platform fails", func(t *testing.T) {
 		p.t = t
 		app := apps[2] // museum-guide
-		sim.SetFault(app.AppID, "", simulator.Fault{Kind: simulator.FaultHTTP500})
+		faults.SetFault(app.AppID, "", platformtest.Fault{Kind: platformtest.FaultHTTP500})
 		a := p.waitForAlert("DuixAppDown", app.Name, "firing")
 		assert.Contains(t, a.Annotations["description"], "Most frequent error: http.")
 		v := p.query(`duix_scrape_errors_total{app="` + app.Name + `",reason="http"}`)
 		assert.Len(t, v, 1, "the failed calls are counted by reason")
-		sim.ClearFaults()
+		faults.ClearFaults()
 		p.waitForNoAlert("DuixAppDown", app.Name)
 	})
 
@@ -885,13 +882,4 @@ func (p *process) kill() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
-}
-
-// freeAddr returns a loopback address with a port free at the moment.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -200,11 +200,12 @@ func (c *churn) step(appID string, tick int) {
 // and returns the base URL of the API (http://host:port + BasePath) and a
 // function that stops the server at once.
 func (s *Simulator) Listen(addr string) (baseURL string, closeFn func(), err error) {
-	return listen(addr, s)
+	return ListenHandler(addr, s)
 }
 
-// listen serves h as Listen does.
-func listen(addr string, h http.Handler) (baseURL string, closeFn func(), err error) {
+// ListenHandler serves h, a Simulator or a handler wrapping one, as Listen
+// does.
+func ListenHandler(addr string, h http.Handler) (baseURL string, closeFn func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, err

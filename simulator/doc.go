@@ -29,12 +29,11 @@
 // The model is independent of any client code: it has its own record types
 // whose JSON tags mirror the platform's field names. Applications,
 // conversations and sessions are managed through the Go API (AddApp,
-// AddConversation, StartSession, ForceSession, EndSession, …). Faults
-// (HTTP errors, gateway HTML pages, rate limiting, malformed or truncated
-// bodies, slow or oversized bodies, connection resets) and latency can be
-// injected per application and per endpoint with SetFault and SetLatency,
-// and every request that reaches the handler is counted (Requests,
-// RequestsFor).
+// AddConversation, StartSession, ForceSession, EndSession, …). Latency can
+// be added per application and per endpoint with SetLatency, and every
+// request that reaches the handler is counted (Requests, RequestsFor). The
+// simulator injects no faults itself: the tests wrap it in the handler of
+// package internal/platformtest, which answers through WithResponder.
 //
 // NewDemo builds a small populated platform and Churn keeps its sessions
 // moving, for demonstrations; NewFleet builds any number of generated apps,

@@ -89,7 +89,7 @@ func (s *Simulator) MetricsHandler() http.Handler {
 // API.
 func (s *Simulator) ListenWithMetrics(addr string) (baseURL string, closeFn func(), err error) {
 	metrics := s.MetricsHandler()
-	return listen(addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return ListenHandler(addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {
 			metrics.ServeHTTP(w, r)
 			return

@@ -63,16 +63,14 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	fault, latency := s.rules(appID, name)
-	if latency > 0 && !wait(r.Context(), latency) {
+	if d := s.latency(appID, name); d > 0 && !wait(r.Context(), d) {
 		return // the client went away
 	}
-	normal := func(w http.ResponseWriter) { s.serveEndpoint(w, name, q, auth) }
-	if fault.Kind != FaultNone {
-		s.serveFault(w, r, name, fault, normal)
+	if fn, ok := r.Context().Value(responderKey{}).(Responder); ok {
+		fn(w, r, appID, name, func(w http.ResponseWriter) { s.serveEndpoint(w, name, q, auth) })
 		return
 	}
-	normal(w)
+	s.serveEndpoint(w, name, q, auth)
 }
 
 func (s *Simulator) serveEndpoint(w http.ResponseWriter, ep string, q url.Values, auth authResult) {
@@ -218,10 +216,10 @@ func writeError(w http.ResponseWriter, status int, code, message string) {
 	writeEnvelope(w, status, code, message, false, false, []byte("null"))
 }
 
-// successParts returns the text of a successful envelope of an endpoint
+// SuccessParts returns the text of a successful answer of an endpoint
 // before and after its data. The field order follows the platform's
 // samples: concurrency and session list put data second.
-func successParts(ep string) (prefix, suffix string) {
+func SuccessParts(ep string) (prefix, suffix string) {
 	switch ep {
 	case EndpointConversation:
 		return `{"code":"` + conversationOKCode + `","message":"` + conversationSuccess +
@@ -235,7 +233,7 @@ func successParts(ep string) (prefix, suffix string) {
 
 // writeSuccess writes a successful envelope; data must be valid JSON.
 func writeSuccess(w http.ResponseWriter, ep string, data []byte) {
-	prefix, suffix := successParts(ep)
+	prefix, suffix := SuccessParts(ep)
 	b := make([]byte, 0, len(prefix)+len(data)+len(suffix))
 	b = append(b, prefix...)
 	b = append(b, data...)
@@ -288,7 +286,7 @@ func (s *Simulator) writeSessionList(w http.ResponseWriter, appID string, st *ap
 		bw.Reset(nil)
 		bufPool.Put(bw)
 	}()
-	prefix, suffix := successParts(EndpointSessions)
+	prefix, suffix := SuccessParts(EndpointSessions)
 	_, _ = bw.WriteString(prefix)
 	var wrapKey string
 	switch shape {

@@ -73,10 +73,9 @@ type Simulator struct {
 	// noConversationIDs leaves conversationId out of session records.
 	noConversationIDs atomic.Bool
 
-	rulesMu   sync.Mutex
-	faults    map[ruleKey]*faultRule
-	latencies map[ruleKey]time.Duration
-	hasRules  atomic.Bool
+	latencyMu  sync.Mutex
+	latencies  map[ruleKey]time.Duration
+	hasLatency atomic.Bool
 
 	totals      [len(knownEndpoints)]atomic.Int64
 	otherTotals sync.Map // endpoint name -> *atomic.Int64
@@ -112,12 +111,11 @@ type sessionState struct {
 	ended bool
 }
 
-// New returns an empty Simulator: no apps, no faults, session list shape
+// New returns an empty Simulator: no apps, no latency, session list shape
 // ShapeArray.
 func New(opts ...Option) *Simulator {
 	s := &Simulator{
 		now:       time.Now,
-		faults:    make(map[ruleKey]*faultRule),
 		latencies: make(map[ruleKey]time.Duration),
 	}
 	for _, o := range opts {

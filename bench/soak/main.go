@@ -35,9 +35,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/duix-exporter/duix_exporter/simulator"
-
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
+	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
 type options struct {
@@ -52,17 +52,17 @@ type options struct {
 
 // The faults given to the faulty apps, one each in turn: all answer at
 // once, so that a faulty app never slows a scrape down.
-var faults = []simulator.Fault{
-	{Kind: simulator.FaultHTTP500},
-	{Kind: simulator.FaultHTML502},
-	{Kind: simulator.FaultTruncatedJSON},
-	{Kind: simulator.FaultUnauthorized401},
-	{Kind: simulator.FaultResetConnection},
-	{Kind: simulator.FaultSuccessFalse},
-	{Kind: simulator.FaultWrongTypes},
-	{Kind: simulator.FaultRateLimit429, RetryAfter: 2 * time.Second},
-	{Kind: simulator.FaultOversizedBody, Bytes: 64 << 20},
-	{Kind: simulator.FaultForbidden403},
+var faults = []platformtest.Fault{
+	{Kind: platformtest.FaultHTTP500},
+	{Kind: platformtest.FaultHTML502},
+	{Kind: platformtest.FaultTruncatedJSON},
+	{Kind: platformtest.FaultUnauthorized401},
+	{Kind: platformtest.FaultResetConnection},
+	{Kind: platformtest.FaultSuccessFalse},
+	{Kind: platformtest.FaultWrongTypes},
+	{Kind: platformtest.FaultRateLimit429, RetryAfter: 2 * time.Second},
+	{Kind: platformtest.FaultOversizedBody, Bytes: 64 << 20},
+	{Kind: platformtest.FaultForbidden403},
 }
 
 func main() {
@@ -107,6 +107,7 @@ func run(ctx context.Context, o options) (bool, error) {
 
 	// The platform.
 	sim := simulator.New()
+	pf := platformtest.New(sim)
 	apps := make([]app, o.apps)
 	for i := range apps {
 		a := app{name: fmt.Sprintf("soak-%03d", i), id: fmt.Sprintf("179%013d", i), key: fmt.Sprintf("soak-key-%03d-7e1f", i)}
@@ -118,11 +119,11 @@ func run(ctx context.Context, o options) (bool, error) {
 		}
 		if i >= o.apps-o.faulty {
 			a.faulty = true
-			sim.SetFault(a.id, "", faults[(o.apps-1-i)%len(faults)])
+			pf.SetFault(a.id, "", faults[(o.apps-1-i)%len(faults)])
 		}
 		apps[i] = a
 	}
-	base, closeSim, err := sim.Listen("127.0.0.1:0")
+	base, closeSim, err := pf.Listen("127.0.0.1:0")
 	if err != nil {
 		return false, err
 	}

@@ -1,4 +1,4 @@
-package simulator
+package platformtest
 
 import (
 	"fmt"
@@ -8,9 +8,7 @@ import (
 // EscapeParts writes each dot-separated part of token (a JWT, an ASCII
 // text) with every byte after its first as a \uXXXX JSON escape, which
 // encoding/json never writes for these characters: what a platform that
-// echoes the token it received in a JSON string may send, for the tests of
-// the exporter's redaction. (With one byte of a part escaped, the escape's
-// hex digits and the bytes around it can spell the whole part again.)
+// echoes the token it received in a JSON string may send.
 func EscapeParts(token string) string {
 	parts := strings.Split(token, ".")
 	for i, p := range parts {
