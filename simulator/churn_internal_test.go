@@ -15,7 +15,8 @@ func TestChurnCallLengths(t *testing.T) {
 	s, apps := NewDemo()
 	c := churn{s: s, rng: rand.New(rand.NewPCG(1, 2)), apps: map[string]*churnApp{}}
 	type life struct{ from, to int }
-	lives := map[string]*life{} // by app ID + session ID
+	lives := map[string]*life{}           // by app ID + session ID
+	open := map[string]map[string]*life{} // by app ID: the lives not ended yet
 	reached := map[string]bool{}
 	const ticks = 5000
 	for tick := range ticks {
@@ -35,15 +36,20 @@ func TestChurnCallLengths(t *testing.T) {
 				seen[key] = true
 				if lives[key] == nil {
 					lives[key] = &life{from: tick, to: -1}
+					if open[a.AppID] == nil {
+						open[a.AppID] = map[string]*life{}
+					}
+					open[a.AppID][key] = lives[key]
 				}
 				if c.apps[a.AppID].ends[ss.ID] < 0 {
 					stuck++
 				}
 			}
 			require.LessOrEqual(t, stuck, 1, "at most one never-ending call per app")
-			for key, l := range lives {
-				if l.to < 0 && !seen[key] && key[:len(a.AppID)+1] == a.AppID+"/" {
+			for key, l := range open[a.AppID] {
+				if !seen[key] {
 					l.to = tick
+					delete(open[a.AppID], key)
 				}
 			}
 		}

@@ -157,7 +157,7 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}()
 
-	const workers, perWorker = 16, 40
+	const workers, perWorker = 8, 25
 	errs := make(chan error, workers)
 	for w := 0; w < workers; w++ {
 		go func(w int) {

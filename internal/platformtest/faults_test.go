@@ -221,7 +221,10 @@ func TestFaultKinds(t *testing.T) {
 			assert.Equal(t, true, decode(t, r.body)["success"])
 		}
 		set(platformtest.Fault{Kind: platformtest.FaultOversizedBody})
-		assert.Len(t, conc().body, platformtest.DefaultOversizedBytes)
+		resp, err := e.send(context.Background(), appA, keyA, e.url(simulator.EndpointConcurrency, "appId", appA))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, strconv.Itoa(platformtest.DefaultOversizedBytes), resp.Header.Get("Content-Length"))
 	})
 	t.Run("slowbody", func(t *testing.T) {
 		set(platformtest.Fault{Kind: platformtest.FaultSlowBody, Delay: 20 * time.Millisecond})
@@ -389,9 +392,9 @@ func TestFaultEndlessUntilTheClientLeaves(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		resp, err := e.send(ctx, appA, keyA, e.url(simulator.EndpointSessions, "appId", appA))
 		require.NoError(t, err)
-		n, err := io.CopyN(io.Discard, resp.Body, 64<<20)
+		n, err := io.CopyN(io.Discard, resp.Body, 20<<20) // beyond the default max_response_bytes
 		require.NoError(t, err)
-		assert.EqualValues(t, 64<<20, n, kind)
+		assert.EqualValues(t, 20<<20, n, kind)
 		cancel()
 		_, err = io.Copy(io.Discard, resp.Body)
 		assert.Error(t, err)
