@@ -7,15 +7,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/duix-exporter/duix_exporter/client"
+	"github.com/duix-exporter/duix_exporter/config"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -86,17 +86,19 @@ func heapGrowth(n int) (uint64, int, error) {
 		return 0, 0, err
 	}
 	defer closeFn()
-	u, err := url.Parse(base)
+	// The exporter's client as the exporter builds it, with a response
+	// bound that lets the whole list through.
+	cfg, err := config.Parse(fmt.Appendf(nil, "api:\n  base_url: %q\n  timeout: 1m\n  max_concurrency: 1\n  max_response_bytes: %d\n"+
+		"apps:\n  - name: heap\n    app_id: %q\n    app_key: %q\n", base, 64<<20, id, key), "")
 	if err != nil {
 		return 0, 0, err
 	}
-	t := &client.Transport{
-		HTTP:             &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2}},
-		BaseURL:          u,
-		Timeout:          time.Minute,
-		MaxResponseBytes: 1 << 30,
+	pool, err := client.NewPool(cfg, client.PoolOptions{Metrics: client.NewMetrics(prometheus.NewRegistry())})
+	if err != nil {
+		return 0, 0, err
 	}
-	c := client.New(t, id, client.NewJWTSource(id, client.StaticKey(key), 0, nil))
+	defer pool.Close()
+	c := pool.Client("heap")
 	count := func(fn func(int)) (int, error) {
 		seen := 0
 		err := c.EachSession(context.Background(), client.SessionOptions{}, func(client.Session) error {
@@ -151,17 +153,6 @@ func checkUp(body []byte, apps int) error {
 		return fmt.Errorf("scrape reported %d apps, %d up; want %d up", up, ok, apps)
 	}
 	return nil
-}
-
-// sampleOf returns the value of the unlabelled sample name of an
-// exposition, or "?" when it has none.
-func sampleOf(body []byte, name string) string {
-	for line := range bytes.SplitSeq(body, []byte("\n")) {
-		if v, ok := bytes.CutPrefix(line, []byte(name+" ")); ok {
-			return string(v)
-		}
-	}
-	return "?"
 }
 
 // seriesOf counts the samples of an exposition labelled app="name".

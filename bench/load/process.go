@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +39,11 @@ func startChild(ctx context.Context, bin string, args []string, msg, key string)
 	c := &child{cmd: exec.Command(bin, args...), done: make(chan struct{})} // #nosec G204 -- the binary under test is the harness's own input
 	c.cmd.Stdout = &c.logs
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // it dies with the harness
+	// As shipped: the garbage collector at Go's defaults, whatever the
+	// harness's own environment says.
+	c.cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMEMLIMIT=")
+	})
 	stderr, err := c.cmd.StderrPipe()
 	if err != nil {
 		return nil, "", err
