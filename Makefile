@@ -83,18 +83,22 @@ bench: bench-go load ## The Go benchmarks, then the load harness.
 bench-go: ## The Go benchmarks, allocations reported.
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# The reference run: 1000 apps, 20 ms upstream latency, max_concurrency
-# 64, 20 scrapes; `duix_exporter simulator` serves the apps in a process of
-# its own. LOAD_FLAGS=-no-fail reports without failing.
+# The reference runs (bench/load), standard path as shipped (the harness
+# sets no GOGC): 1000 apps for the wall and CPU ratios, the series per app
+# and the calls of two scrapers, then 5000 apps for peak RSS; 20 ms
+# upstream latency, max_concurrency 64; `duix_exporter simulator` serves
+# the apps in a process of its own. LOAD_FLAGS=-no-fail reports without
+# failing; LOAD_FLAGS=-lifecycle prices the session lifecycle.
 LOAD_FLAGS ?=
+LOAD_5000  := -apps 5000 -scrapes 10
 .PHONY: load
-load: build ## Scrape 1000 simulated apps and compare with the same calls made directly: wall and CPU ratios, series, RSS, upstream calls; session lifecycle off, then on.
+load: build ## Scrape 1000, then 5000 simulated apps beside the same calls made directly: wall and CPU ratios, series per app, peak RSS, calls of two scrapers.
 	$(GO) run ./bench/load -binary ./$(BIN) $(LOAD_FLAGS)
-	$(GO) run ./bench/load -binary ./$(BIN) -lifecycle $(LOAD_FLAGS)
+	$(GO) run ./bench/load -binary ./$(BIN) $(LOAD_5000) $(LOAD_FLAGS)
 
 .PHONY: load-5000
-load-5000: build ## The load run with 5000 apps (the reference for peak RSS).
-	$(GO) run ./bench/load -binary ./$(BIN) -apps 5000 $(LOAD_FLAGS)
+load-5000: build ## The 5000-app run of `make load` alone (the reference for peak RSS).
+	$(GO) run ./bench/load -binary ./$(BIN) $(LOAD_5000) $(LOAD_FLAGS)
 
 .PHONY: probe-config-test
 probe-config-test: test-deps ## promtool check config, then a real Prometheus, on the per-app and sharding examples of deploy/prometheus.
@@ -180,9 +184,12 @@ SOAK_FLAGS ?=
 soak: build ## 50 scrapers for 60 s against 200 apps (10 failing): prints the figures, fails when a bar is missed.
 	$(GO) run ./bench/soak -binary ./$(BIN) $(SOAK_FLAGS)
 
+# The smoke run also bounds memory: 3 of its apps answer JSON bodies that
+# never end, and the exporter runs with the GOMEMLIMIT that the Helm chart
+# and kustomize set for their 128Mi limit.
 .PHONY: soak-smoke
-soak-smoke: build ## A 5 s soak against 20 apps (run by `make test`).
-	$(GO) run ./bench/soak -binary ./$(BIN) -duration 5s -apps 20 -faulty 2 -scrapers 20
+soak-smoke: build ## A 5 s soak against 20 apps, 3 of them answering endless bodies: peak RSS under 128 MiB with GOMEMLIMIT=115MiB (run by `make test`).
+	$(GO) run ./bench/soak -binary ./$(BIN) -duration 5s -apps 20 -faulty 2 -endless 3 -scrapers 20 -gomemlimit 115MiB -max-peak-rss 128
 
 # Linters at pinned versions, installed with `go install` into .tools/
 # (one directory per version, so that changing a version reinstalls it).

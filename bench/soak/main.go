@@ -6,16 +6,21 @@
 // /metrics, some /probe?app=NAME, each with Prometheus' scrape-timeout
 // header. It prints the scrapes made, the failed scrapes of healthy apps,
 // latency percentiles, and the exporter's goroutines and RSS at the start,
-// the middle and the end; then whether each bar is met. It exits 1 when a
-// bar is missed and 2 when it cannot run.
+// the middle and the end, and its peak RSS; then whether each bar is met.
+// It exits 1 when a bar is missed and 2 when it cannot run.
+//
+// With -endless N, N more apps answer JSON bodies that never end (a string
+// inside data, or a session list), and -gomemlimit and -max-peak-rss check
+// that the exporter, run with the memory limit it ships with and its
+// default settings, stays within it.
 //
 //	go run ./bench/soak -apps 200 -scrapers 50 -duration 60s
+//	go run ./bench/soak -apps 20 -endless 3 -gomemlimit 115MiB -max-peak-rss 128 -duration 5s
 package main
 
 import (
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,19 +40,21 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/duix-exporter/duix_exporter/config"
 	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
 type options struct {
-	apps, faulty, scrapers int
-	probeShare             float64
-	duration               time.Duration
-	scrapeTimeout          time.Duration
-	binary                 string
-	maxGoroutineGrowth     int
-	maxRSSGrowth           float64
+	apps, faulty, endless, scrapers int
+	probeShare                      float64
+	duration                        time.Duration
+	scrapeTimeout                   time.Duration
+	binary, goMemLimit              string
+	maxGoroutineGrowth              int
+	maxRSSGrowth                    float64
+	maxPeakRSS                      int64 // MiB; 0: no bar
 }
 
 // The faults given to the faulty apps, one each in turn: all answer at
@@ -65,10 +72,20 @@ var faults = []platformtest.Fault{
 	{Kind: platformtest.FaultForbidden403},
 }
 
+// The faults of the -endless apps, one each in turn: answers that never
+// end, until the exporter stops reading.
+var endless = []platformtest.Fault{
+	{Kind: platformtest.FaultEndlessString},
+	{Kind: platformtest.FaultEndlessList},
+}
+
 func main() {
 	var o options
 	flag.IntVar(&o.apps, "apps", 200, "Number of apps.")
 	flag.IntVar(&o.faulty, "faulty", 10, "How many of the apps fail, each with its own fault (HTTP 500, 502 HTML, truncated JSON, 401, reset, ...).")
+	flag.IntVar(&o.endless, "endless", 0, "How many more apps answer JSON bodies that never end (a string inside data; a session list), one of each in turn.")
+	flag.StringVar(&o.goMemLimit, "gomemlimit", "", "GOMEMLIMIT of the exporter (empty: none), for instance 115MiB, the setting of the Helm chart and kustomize for a 128Mi limit.")
+	flag.Int64Var(&o.maxPeakRSS, "max-peak-rss", 0, "Bar: the exporter's peak RSS (VmHWM) in MiB over the whole run (0: not checked).")
 	flag.IntVar(&o.scrapers, "scrapers", 50, "Concurrent scrapers, each scraping again as soon as it has an answer.")
 	flag.Float64Var(&o.probeShare, "probe-share", 0.2, "Share of the scrapes that go to /probe?app=NAME (a random app) instead of /metrics.")
 	flag.DurationVar(&o.duration, "duration", 60*time.Second, "How long the scrapers run.")
@@ -77,8 +94,9 @@ func main() {
 	flag.IntVar(&o.maxGoroutineGrowth, "max-goroutine-growth", 20, "Bar: goroutines at rest after the run may exceed those at rest before it by at most this, beyond the pool of idle connections to the platform (2 goroutines each, up to api.max_concurrency of them).")
 	flag.Float64Var(&o.maxRSSGrowth, "max-rss-growth", 1.25, "Bar: the highest RSS in the second half of the run may be at most this times the highest in the first half (plus 8 MiB).")
 	flag.Parse()
-	if o.apps < 1 || o.faulty < 0 || o.faulty >= o.apps || o.scrapers < 1 || o.duration <= 0 || o.probeShare < 0 || o.probeShare > 1 {
-		fmt.Fprintln(os.Stderr, "soak: need -apps ≥ 1, 0 ≤ -faulty < -apps, -scrapers ≥ 1, -duration > 0, 0 ≤ -probe-share ≤ 1")
+	if o.apps < 1 || o.faulty < 0 || o.endless < 0 || o.faulty+o.endless >= o.apps || o.scrapers < 1 || o.duration <= 0 ||
+		o.probeShare < 0 || o.probeShare > 1 || o.maxPeakRSS < 0 {
+		fmt.Fprintln(os.Stderr, "soak: need -apps ≥ 1, -faulty and -endless ≥ 0, -faulty + -endless < -apps, -scrapers ≥ 1, -duration > 0, 0 ≤ -probe-share ≤ 1, -max-peak-rss ≥ 0")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -117,9 +135,13 @@ func run(ctx context.Context, o options) (bool, error) {
 				return false, err
 			}
 		}
-		if i >= o.apps-o.faulty {
+		switch k := o.apps - 1 - i; {
+		case k < o.endless:
 			a.faulty = true
-			pf.SetFault(a.id, "", faults[(o.apps-1-i)%len(faults)])
+			pf.SetFault(a.id, "", endless[k%len(endless)])
+		case k < o.endless+o.faulty:
+			a.faulty = true
+			pf.SetFault(a.id, "", faults[(k-o.endless)%len(faults)])
 		}
 		apps[i] = a
 	}
@@ -146,7 +168,7 @@ func run(ctx context.Context, o options) (bool, error) {
 	if err := writeConfig(cfgPath, base, apps); err != nil {
 		return false, err
 	}
-	exp, err := startExporter(ctx, binary, cfgPath, o.scrapers)
+	exp, err := startExporter(ctx, binary, cfgPath, o)
 	if err != nil {
 		return false, err
 	}
@@ -249,7 +271,11 @@ func run(ctx context.Context, o options) (bool, error) {
 			break
 		}
 	}
-	return s.report(os.Stdout, elapsed, start, middle, end, samples, sim), nil
+	peak, err := exp.status("VmHWM:")
+	if err != nil {
+		return false, err
+	}
+	return s.report(os.Stdout, elapsed, start, middle, end, samples, peak, sim), nil
 }
 
 // atRest bounds the wait for the exporter to come to rest after the run:
@@ -273,16 +299,13 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 // the platform holds 2 goroutines; their number moves between 0 and
 // api.max_concurrency.
 func (s *soak) goroutineBar(start sampleT) float64 {
-	return start.goroutines + float64(s.o.maxGoroutineGrowth+2*maxConcurrency)
+	return start.goroutines + float64(s.o.maxGoroutineGrowth+2*config.DefaultMaxConcurrency)
 }
 
-// maxConcurrency is api.max_concurrency of the soak's configuration (the
-// default).
-const maxConcurrency = 32
-
+// writeConfig writes a configuration with the default settings.
 func writeConfig(path, base string, apps []app) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "api:\n  base_url: %q\n  timeout: 5s\n  max_concurrency: %d\napps:\n", base, maxConcurrency)
+	fmt.Fprintf(&b, "api:\n  base_url: %q\napps:\n", base)
 	for i, a := range apps {
 		fmt.Fprintf(&b, "  - name: %q\n    app_id: %q\n    app_key: %q\n    conversations: [\"1%03d\", \"2%03d\"]\n", a.name, a.id, a.key, i, i)
 	}
@@ -296,7 +319,7 @@ type exporter struct {
 	done chan error
 }
 
-func startExporter(ctx context.Context, binary, cfgPath string, scrapers int) (*exporter, error) {
+func startExporter(ctx context.Context, binary, cfgPath string, o options) (*exporter, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -307,8 +330,11 @@ func startExporter(ctx context.Context, binary, cfgPath string, scrapers int) (*
 	// Every scraper must be served at once: the default limit (40) would
 	// answer 503 to the others, as it should.
 	e.cmd = exec.Command(binary, "--config.file="+cfgPath, "--web.listen-address="+addr, // #nosec G204 -- the binary under test, named on our command line
-		"--web.max-requests="+strconv.Itoa(scrapers+10), "--log.level=warn")
+		"--web.max-requests="+strconv.Itoa(o.scrapers+10), "--log.level=warn")
 	e.cmd.Stdout, e.cmd.Stderr = e.logs, e.logs
+	if o.goMemLimit != "" {
+		e.cmd.Env = append(os.Environ(), "GOMEMLIMIT="+o.goMemLimit)
+	}
 	if err := e.cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -346,19 +372,20 @@ func (e *exporter) stop() {
 	}
 }
 
-// rss reads the resident set size of the exporter from /proc.
-func (e *exporter) rss() (int64, error) {
+// status reads a size in bytes from /proc/PID/status of the exporter:
+// "VmRSS:" its resident set size, "VmHWM:" the peak of it.
+func (e *exporter) status(field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.cmd.Process.Pid))
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			return kb << 10, err
 		}
 	}
-	return 0, errors.New("no VmRSS in /proc status")
+	return 0, fmt.Errorf("no %s in /proc status", field)
 }
 
 func newClient(o options) *http.Client {
@@ -536,16 +563,20 @@ func (s *soak) sample(ctx context.Context, e *exporter) (sampleT, error) {
 			out.goal, _ = strconv.ParseFloat(v, 64)
 		}
 	}
-	out.rss, err = e.rss()
+	out.rss, err = e.status("VmRSS:")
 	return out, err
 }
 
 func mib(b float64) string { return fmt.Sprintf("%.1f", b/(1<<20)) }
 
-func (s *soak) report(w io.Writer, elapsed time.Duration, start, middle, end sampleT, samples []sampleT, sim *simulator.Simulator) bool {
+func (s *soak) report(w io.Writer, elapsed time.Duration, start, middle, end sampleT, samples []sampleT, peak int64, sim *simulator.Simulator) bool {
 	o := s.o
-	fmt.Fprintf(w, "soak: %d apps (%d failing on purpose), %d scrapers (%.0f%% /probe), %s, scrape timeout %s\n\n",
-		o.apps, o.faulty, o.scrapers, 100*o.probeShare, elapsed.Round(100*time.Millisecond), o.scrapeTimeout)
+	limit := o.goMemLimit
+	if limit == "" {
+		limit = "not set"
+	}
+	fmt.Fprintf(w, "soak: %d apps (%d failing on purpose, %d answering endless bodies), %d scrapers (%.0f%% /probe), %s, scrape timeout %s, GOMEMLIMIT %s\n\n",
+		o.apps, o.faulty, o.endless, o.scrapers, 100*o.probeShare, elapsed.Round(100*time.Millisecond), o.scrapeTimeout, limit)
 	n := s.scrapes.Load()
 	fmt.Fprintf(w, "scrapes:                       %d (%.1f/s)\n", n, float64(n)/elapsed.Seconds())
 	fmt.Fprintf(w, "failed scrapes of healthy apps: %d\n", s.failed.Load())
@@ -577,6 +608,7 @@ func (s *soak) report(w io.Writer, elapsed time.Duration, start, middle, end sam
 	fmt.Fprintf(tw, "RSS (MiB)\t%s\t%s\t%s\t\n", mib(float64(start.rss)), mib(float64(middle.rss)), mib(float64(end.rss)))
 	fmt.Fprintf(tw, "heap in use (MiB)\t%s\t%s\t%s\t\n", mib(start.heap), mib(middle.heap), mib(end.heap))
 	fmt.Fprintf(tw, "live heap at last GC (MiB)\t%s\t%s\t%s\t\n", mib(start.goal/2), mib(middle.goal/2), mib(end.goal/2))
+	fmt.Fprintf(tw, "peak RSS (VmHWM, MiB)\t\t\t%s\t\n", mib(float64(peak)))
 	_ = tw.Flush()
 	fmt.Fprintln(w)
 	// Under load, every tenth of the run: a leak shows as a trend, the
@@ -609,9 +641,12 @@ func (s *soak) report(w io.Writer, elapsed time.Duration, start, middle, end sam
 	bar(s.faultyUp.Load() == 0, "failing apps reported up: %d (bar: 0)", s.faultyUp.Load())
 	grBar := s.goroutineBar(start)
 	bar(end.goroutines <= grBar, "goroutines at rest: %.0f after, %.0f before (bar: at most %.0f: +%d, +2 per idle connection to the platform, at most %d of them)",
-		end.goroutines, start.goroutines, grBar, o.maxGoroutineGrowth, maxConcurrency)
+		end.goroutines, start.goroutines, grBar, o.maxGoroutineGrowth, config.DefaultMaxConcurrency)
 	rssBar := int64(float64(firstRSS)*o.maxRSSGrowth) + 8<<20
 	bar(len(samples) >= 2 && secondRSS <= rssBar, "RSS under load: at most %s MiB in the second half, %s MiB in the first (bar: at most %s MiB)",
 		mib(float64(secondRSS)), mib(float64(firstRSS)), mib(float64(rssBar)))
+	if o.maxPeakRSS > 0 {
+		bar(peak <= o.maxPeakRSS<<20, "peak RSS (VmHWM): %s MiB, GOMEMLIMIT %s (bar: at most %d MiB)", mib(float64(peak)), limit, o.maxPeakRSS)
+	}
 	return ok
 }
