@@ -84,15 +84,16 @@ bench-go: ## The Go benchmarks, allocations reported.
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # The reference runs (bench/load), standard path as shipped (the harness
-# sets no GOGC): 1000 apps for the wall and CPU ratios, the series per app
-# and the calls of two scrapers, then 5000 apps for peak RSS; 20 ms
+# sets no GOGC): 100 apps, then 1000 for the wall and CPU ratios, then 5000
+# for peak RSS; series per app and the calls of two scrapers in each; 20 ms
 # upstream latency, max_concurrency 64; `duix_exporter simulator` serves
 # the apps in a process of its own. LOAD_FLAGS=-no-fail reports without
 # failing; LOAD_FLAGS=-lifecycle prices the session lifecycle.
 LOAD_FLAGS ?=
 LOAD_5000  := -apps 5000 -scrapes 10
 .PHONY: load
-load: build ## Scrape 1000, then 5000 simulated apps beside the same calls made directly: wall and CPU ratios, series per app, peak RSS, calls of two scrapers.
+load: build ## Scrape 100, 1000, then 5000 simulated apps beside the same calls made directly: wall and CPU ratios, series per app, peak RSS, calls of two scrapers.
+	$(GO) run ./bench/load -binary ./$(BIN) -apps 100 $(LOAD_FLAGS)
 	$(GO) run ./bench/load -binary ./$(BIN) $(LOAD_FLAGS)
 	$(GO) run ./bench/load -binary ./$(BIN) $(LOAD_5000) $(LOAD_FLAGS)
 
