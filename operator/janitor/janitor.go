@@ -146,7 +146,7 @@ type Janitor struct {
 	acted              map[string]time.Time // app + "\x00" + session ID -> when stopped
 	recent             []Action             // ring of the last recentSize
 	next               int                  // where the ring writes next
-	counted            map[string]bool
+	counted            map[string]bool      // apps whose per-app series exist
 }
 
 // New returns a Janitor with no app opted in: call Apply with a
@@ -258,7 +258,7 @@ func (j *Janitor) record(a Action) {
 	}
 	kv := []any{"msg", "Janitor decision", "action", a.Action, "app", a.App}
 	if a.SessionID != "" {
-		kv = append(kv, "session", a.SessionID, "age", a.Age.Truncate(time.Second).String())
+		kv = append(kv, "session", bounded(a.SessionID), "age", a.Age.Truncate(time.Second).String())
 	}
 	if a.Reason != "" {
 		kv = append(kv, "reason", a.Reason)
