@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -209,7 +210,9 @@ func serveJanitor(t *testing.T, ctx context.Context, configFile, addr string) (s
 		require.NoError(t, err)
 		pool, err := client.NewPool(cfg, client.PoolOptions{})
 		require.NoError(t, err)
-		src.pool = pool
+		if old := src.pool.Swap(pool); old != nil {
+			old.Close()
+		}
 		require.NoError(t, j.Apply(cfg))
 	}
 	apply()
@@ -228,9 +231,9 @@ func serveJanitor(t *testing.T, ctx context.Context, configFile, addr string) (s
 
 // poolSource is the collector as the janitor sees it, over a client pool;
 // the session records carry their start, so FirstSeen knows nothing.
-type poolSource struct{ pool *client.Pool }
+type poolSource struct{ pool atomic.Pointer[client.Pool] }
 
-func (s *poolSource) AppClient(name string) *client.Client { return s.pool.Client(name) }
+func (s *poolSource) AppClient(name string) *client.Client { return s.pool.Load().Client(name) }
 
 func (s *poolSource) FirstSeen(string, string) (time.Time, bool) { return time.Time{}, false }
 
