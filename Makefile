@@ -15,6 +15,7 @@ export CGO_ENABLED ?= 0
 # test-deps` installs the packages of those missing.
 TEST_TOOLS := promtool:prometheus prometheus:prometheus
 TEST_TOOLS += chromium:chromium
+TEST_TOOLS += prometheus-alertmanager:prometheus-alertmanager amtool:prometheus-alertmanager
 
 # Helm is not a Debian package: `make test-deps` builds it from the Go
 # module proxy into .tools/ (a few minutes, once per version).
@@ -31,6 +32,7 @@ EXTRA_TESTS += fuzz soak-smoke
 EXTRA_TESTS += probe-config-test
 EXTRA_TESTS += helm-test
 EXTRA_TESTS += mixin-test
+EXTRA_TESTS += alertmanager-test
 
 .PHONY: help
 help: ## List the targets.
@@ -158,6 +160,22 @@ helm-test: $(HELM) ## helm lint the chart, then render it (default, full and oth
 e2e-test: test-deps ## Exporter, simulator, dashboard and rules against a real Prometheus.
 	$(GO) vet -tags e2e ./e2e/
 	$(GO) test -tags e2e -count=1 -timeout 5m ./e2e/
+
+# The shipped Alertmanager routing: amtool checks it and resolves where the
+# key alerts go; the janitor's e2e (e2e/janitor_test.go, in e2e-test) loads
+# it into a real Alertmanager (Debian's prometheus-alertmanager).
+AM_CONFIG := deploy/alertmanager/alertmanager.yml
+AM_ROUTE  := amtool config routes test --config.file=$(AM_CONFIG) --verify.receivers
+
+.PHONY: alertmanager-test
+alertmanager-test: test-deps ## amtool check-config and route tests of deploy/alertmanager/alertmanager.yml.
+	amtool check-config $(AM_CONFIG)
+	$(AM_ROUTE)=duix-janitor,duix-chat alertname=DuixSessionStuck severity=warning app=kiosk
+	$(AM_ROUTE)=duix-pager alertname=DuixConcurrencyExhausted severity=critical app=kiosk
+	$(AM_ROUTE)=duix-chat alertname=DuixConcurrencyNearLimit severity=warning app=kiosk
+	$(AM_ROUTE)=duix-pager alertname=DuixExporterDown severity=critical
+	$(AM_ROUTE)=duix-planning alertname=DuixAllowancePlanning severity=info app=kiosk
+	$(AM_ROUTE)=duix-default alertname=Unrelated
 
 .PHONY: image
 image: ## Build the container image with docker or podman, whichever is installed.

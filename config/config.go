@@ -81,6 +81,7 @@ type Config struct {
 	API      API      `yaml:"api"`
 	Sessions Sessions `yaml:"sessions"`
 	Apps     []App    `yaml:"apps"`
+	Janitor  Janitor  `yaml:"janitor"` // config/janitor.go
 }
 
 // Sessions configures what the exporter follows of the apps' sessions.
@@ -148,6 +149,8 @@ type App struct {
 	// Conversations are the conversation IDs to watch. Non-empty, unique
 	// within the app.
 	Conversations []string `yaml:"conversations,omitempty"`
+	// Janitor, when set, opts the app in to the janitor (config/janitor.go).
+	Janitor *AppJanitor `yaml:"janitor,omitempty"`
 }
 
 // UsesKey reports whether the app mints its own tokens from an app key
@@ -192,7 +195,7 @@ func Parse(data []byte, dir string) (*Config, error) {
 		return nil, yamlError(err)
 	}
 	if cfg == nil {
-		cfg = &Config{API: DefaultAPI, Sessions: DefaultSessions}
+		cfg = &Config{API: DefaultAPI, Sessions: DefaultSessions, Janitor: DefaultJanitor}
 	}
 	cfg.setDirectory(dir)
 	if err := cfg.validate(); err != nil {
@@ -218,17 +221,21 @@ func (c *Config) UnmarshalYAML(unmarshal func(any) error) error {
 		API      *API      `yaml:"api"`
 		Sessions *Sessions `yaml:"sessions"`
 		Apps     []App     `yaml:"apps"`
+		Janitor  *Janitor  `yaml:"janitor"`
 	}
 	var p plainConfig
 	if err := unmarshal(&p); err != nil {
 		return err
 	}
-	*c = Config{API: DefaultAPI, Sessions: DefaultSessions, Apps: p.Apps}
+	*c = Config{API: DefaultAPI, Sessions: DefaultSessions, Apps: p.Apps, Janitor: DefaultJanitor}
 	if p.API != nil {
 		c.API = *p.API
 	}
 	if p.Sessions != nil {
 		c.Sessions = *p.Sessions
+	}
+	if p.Janitor != nil {
+		c.Janitor = *p.Janitor
 	}
 	return nil
 }
@@ -332,7 +339,7 @@ func (c *Config) validate() error {
 		}
 		appIDs[a.AppID] = i
 	}
-	return nil
+	return c.validateJanitor()
 }
 
 func (a *API) validate() error {
@@ -555,6 +562,8 @@ var yamlTypeNames = strings.NewReplacer(
 	"config.plainConfig", "the top level",
 	"config.plainAPI", "section api",
 	"config.plainApp", "an entry of apps",
+	"config.janitorFields", "section janitor",
+	"config.appJanitorFields", "an app's janitor section",
 	"config.plain", "a string", // a secret
 )
 

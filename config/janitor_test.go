@@ -1,0 +1,84 @@
+package config
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestJanitorDefaults(t *testing.T) {
+	cfg, err := Parse([]byte("apps: [{name: a, app_id: '1', token: t}]"), "")
+	require.NoError(t, err)
+	assert.Equal(t, Janitor{MaxStopsPerHour: 10, DryRun: false, AlertName: "DuixSessionStuck"}, cfg.Janitor)
+	assert.Nil(t, cfg.Apps[0].Janitor, "no app opts in unless asked")
+	assert.Empty(t, cfg.JanitorApps())
+
+	// A partial section keeps the other defaults.
+	cfg, err = Parse([]byte("janitor: {dry_run: true}\napps: [{name: a, app_id: '1', token: t}]"), "")
+	require.NoError(t, err)
+	assert.Equal(t, Janitor{MaxStopsPerHour: 10, DryRun: true, AlertName: "DuixSessionStuck"}, cfg.Janitor)
+}
+
+func TestJanitorOptIn(t *testing.T) {
+	doc := `
+janitor: {max_stops_per_hour: 3, alert_name: KioskStuck}
+apps:
+  - {name: kiosk, app_id: '1', token: t, janitor: {max_session_age: 2h}}
+  - {name: web, app_id: '2', token: t}
+`
+	cfg, err := Parse([]byte(doc), "")
+	require.NoError(t, err)
+	assert.Equal(t, Janitor{MaxStopsPerHour: 3, AlertName: "KioskStuck"}, cfg.Janitor)
+	assert.Equal(t, &AppJanitor{MaxSessionAge: model.Duration(2 * time.Hour)}, cfg.Apps[0].Janitor)
+	assert.Nil(t, cfg.Apps[1].Janitor)
+	assert.Equal(t, map[string]time.Duration{"kiosk": 2 * time.Hour}, cfg.JanitorApps())
+
+	// The section survives String and a second Parse.
+	again, err := Parse([]byte(cfg.String()), "")
+	require.NoError(t, err)
+	assert.Equal(t, cfg.Janitor, again.Janitor)
+	assert.Equal(t, cfg.Apps[0].Janitor, again.Apps[0].Janitor)
+}
+
+func TestJanitorInvalid(t *testing.T) {
+	const app = "{name: a, app_id: '1', token: t"
+	tests := []struct{ name, doc, want string }{
+		{"zero budget", "janitor: {max_stops_per_hour: 0}\napps: [" + app + "}]",
+			"janitor.max_stops_per_hour: must be between 1 and 10000, got 0"},
+		{"negative budget", "janitor: {max_stops_per_hour: -1}\napps: [" + app + "}]",
+			"janitor.max_stops_per_hour: must be between 1 and 10000, got -1"},
+		{"huge budget", "janitor: {max_stops_per_hour: 10001}\napps: [" + app + "}]",
+			"janitor.max_stops_per_hour: must be between 1 and 10000, got 10001"},
+		{"empty alert name", "janitor: {alert_name: ''}\napps: [" + app + "}]",
+			"janitor.alert_name: must be an alert name"},
+		{"alert name with a matcher", "janitor: {alert_name: 'Duix=~.*'}\napps: [" + app + "}]",
+			"janitor.alert_name: must be an alert name"},
+		{"unknown top-level field", "janitor: {max_stops: 5}\napps: [" + app + "}]",
+			"field max_stops not found"},
+		{"budget of the wrong type", "janitor: {max_stops_per_hour: SECRET-x}\napps: [" + app + "}]",
+			"cannot unmarshal !!str into int"},
+		{"app section without an age", "apps: [" + app + ", janitor: {}}]",
+			`app "a" (apps[0]): janitor.max_session_age: must be at least 1m, got 0s`},
+		{"negative age", "apps: [" + app + ", janitor: {max_session_age: -2h}}]",
+			"janitor: not a valid duration string"},
+		{"age too short", "apps: [" + app + ", janitor: {max_session_age: 30s}}]",
+			`app "a" (apps[0]): janitor.max_session_age: must be at least 1m, got 30s`},
+		{"age without a unit", "apps: [" + app + ", janitor: {max_session_age: 7200}}]",
+			"janitor: not a valid duration string"},
+		{"unknown app field", "apps: [" + app + ", janitor: {max_session_age: 2h, dry_run: true}}]",
+			"field dry_run not found"},
+		{"app section of the wrong type", "apps: [" + app + ", janitor: yes}]",
+			"cannot unmarshal !!bool into an app's janitor section"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.doc), "")
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.NotContains(t, err.Error(), "SECRET")
+		})
+	}
+}

@@ -1,0 +1,551 @@
+// Package janitor stops the sessions of an app that have gone on for too
+// long when Alertmanager says so: it serves Alertmanager's webhook (payload
+// version 4) on a listener of its own and, for a firing alert of the
+// configured name (DuixSessionStuck) about an app that opted in, stops
+// that app's sessions older than the app's janitor.max_session_age.
+//
+// Which sessions are old is decided by the exporter alone, from each
+// record's start time or, for a record without one, from when the
+// exporter first listed the session: never from a threshold or a session
+// ID in the alert. Stops are bounded by janitor.max_stops_per_hour over
+// every app together, each decision is logged and counted, and the last
+// ones are kept for the landing page (docs/janitor.md).
+package janitor
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
+
+	"github.com/duix-exporter/duix_exporter/client"
+	"github.com/duix-exporter/duix_exporter/config"
+)
+
+// Source is what the janitor needs of the exporter (collector.Exporter
+// provides both).
+type Source interface {
+	// AppClient returns the platform client of a configured app, nil for
+	// an unknown one.
+	AppClient(name string) *client.Client
+	// FirstSeen returns when the session lifecycle first listed a session
+	// of the app (ok false when it does not follow the session).
+	FirstSeen(app, sessionID string) (time.Time, bool)
+}
+
+// Options configure a Janitor.
+type Options struct {
+	Source Source
+	Logger log.Logger
+	// Registerer gets the janitor's metrics (nil: not registered).
+	Registerer prometheus.Registerer
+	// Now is the clock of session ages and of the hourly budget (nil:
+	// time.Now).
+	Now func() time.Time
+}
+
+// Reasons of duix_janitor_refusals_total: why a session, or every session
+// of an alert, was not stopped.
+const (
+	ReasonResolved       = "resolved"        // the alert is resolved
+	ReasonOtherAlert     = "other_alert"     // the alert is not janitor.alert_name
+	ReasonNoApp          = "no_app_label"    // the alert has no app label
+	ReasonUnknownApp     = "unknown_app"     // the app label names no configured app
+	ReasonNotOptedIn     = "not_opted_in"    // the app has no janitor section
+	ReasonBudget         = "budget"          // janitor.max_stops_per_hour reached
+	ReasonAlreadyStopped = "already_stopped" // stopped within the hour, or gone when stopped
+)
+
+// Reasons lists every refusal reason.
+var Reasons = []string{ReasonResolved, ReasonOtherAlert, ReasonNoApp, ReasonUnknownApp, ReasonNotOptedIn, ReasonBudget, ReasonAlreadyStopped}
+
+// Outcomes of duix_janitor_webhook_requests_total.
+const (
+	OutcomeHandled          = "handled"            // 200: every alert decided (acted on or refused)
+	OutcomeInvalid          = "invalid"            // 400: not a version 4 webhook payload
+	OutcomeTooLarge         = "too_large"          // 413: over MaxPayloadBytes
+	OutcomeUnknownApp       = "unknown_app"        // 422: a firing alert names no configured app; nothing done
+	OutcomeMethodNotAllowed = "method_not_allowed" // 405: not a POST
+	OutcomeFailed           = "failed"             // 502: listing or stopping failed; Alertmanager retries
+)
+
+// Outcomes lists every outcome.
+var Outcomes = []string{OutcomeHandled, OutcomeInvalid, OutcomeTooLarge, OutcomeUnknownApp, OutcomeMethodNotAllowed, OutcomeFailed}
+
+// Actions of an Action.
+const (
+	ActionStopped   = "stopped"
+	ActionWouldStop = "would_stop" // dry run
+	ActionRefused   = "refused"
+	ActionFailed    = "failed"
+)
+
+// Action is one decision of the janitor, as Recent returns it.
+type Action struct {
+	Time time.Time
+	App  string
+	// SessionID is empty for a decision about a whole alert.
+	SessionID string
+	// Age is the session's age by the exporter's knowledge (0 without a
+	// session).
+	Age    time.Duration
+	Action string // ActionStopped, ActionWouldStop, ActionRefused or ActionFailed
+	// Reason is a refusal reason (Reasons), or the client's reason class
+	// of a failure.
+	Reason string
+	// Count is how many sessions the decision is about: 1, or more for a
+	// refusal by the budget.
+	Count  int
+	DryRun bool
+}
+
+const (
+	// MaxPayloadBytes bounds a webhook request body.
+	MaxPayloadBytes = 1 << 20
+	// recentSize is how many actions Recent keeps.
+	recentSize = 32
+	// window is the span of the budget, and how long a stopped session
+	// is remembered as stopped.
+	window = time.Hour
+	// maxLabelLog bounds a label value taken from a payload in logs and
+	// answers.
+	maxLabelLog = 128
+)
+
+// settings are what the janitor needs of the configuration in force.
+type settings struct {
+	config.Janitor
+	known map[string]bool          // configured apps
+	ages  map[string]time.Duration // apps opted in
+}
+
+// Janitor acts on Alertmanager's webhook. The methods of a nil *Janitor
+// (the janitor off) are safe: Enabled is false and Recent empty.
+type Janitor struct {
+	src    Source
+	logger log.Logger
+	now    func() time.Time
+
+	stopped, wouldStop *prometheus.CounterVec
+	refusals, requests *prometheus.CounterVec
+	turn               chan struct{} // one webhook handled at a time
+	mu                 sync.Mutex    // guards what follows
+	set                settings
+	stops              []time.Time          // stops (or would-stops) of the last hour
+	acted              map[string]time.Time // app + "\x00" + session ID -> when stopped
+	recent             []Action             // ring of the last recentSize
+	next               int                  // where the ring writes next
+	counted            map[string]bool      // apps whose per-app series exist
+}
+
+// New returns a Janitor with no app opted in: call Apply with a
+// configuration (or subscribe it to config.SafeConfig). Its metrics are
+// registered with o.Registerer.
+func New(o Options) (*Janitor, error) {
+	if o.Source == nil {
+		return nil, errors.New("janitor: a Source is required")
+	}
+	if o.Logger == nil {
+		o.Logger = log.NewNopLogger()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	j := &Janitor{
+		src:    o.Source,
+		logger: o.Logger,
+		now:    o.Now,
+		stopped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "duix_janitor_sessions_stopped_total",
+			Help: "Sessions the janitor stopped (sessionStop succeeded), by app.",
+		}, []string{"app"}),
+		wouldStop: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "duix_janitor_sessions_would_stop_total",
+			Help: "Sessions the janitor would have stopped with janitor.dry_run on, by app: each counted once an hour.",
+		}, []string{"app"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "duix_janitor_refusals_total",
+			Help: "Alerts or sessions the janitor did not act on, by reason: resolved, other_alert, no_app_label, unknown_app, not_opted_in, budget (janitor.max_stops_per_hour reached), already_stopped.",
+		}, []string{"reason"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "duix_janitor_webhook_requests_total",
+			Help: "Requests to the janitor's webhook, by outcome: handled, invalid, too_large, unknown_app, method_not_allowed, failed (a call to the platform failed).",
+		}, []string{"outcome"}),
+		turn:    make(chan struct{}, 1),
+		acted:   map[string]time.Time{},
+		counted: map[string]bool{},
+	}
+	for _, r := range Reasons {
+		j.refusals.WithLabelValues(r)
+	}
+	for _, o := range Outcomes {
+		j.requests.WithLabelValues(o)
+	}
+	if o.Registerer != nil {
+		for _, c := range []prometheus.Collector{j.stopped, j.wouldStop, j.refusals, j.requests} {
+			if err := o.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("janitor: registering metrics: %w", err)
+			}
+		}
+	}
+	return j, nil
+}
+
+// Apply switches to cfg: the apps opted in, their ages and the janitor
+// section. The per-app counters of the apps opted in exist from here on,
+// at 0; those of apps no longer opted in are dropped. Turning dry_run on
+// or off starts the budget and the memory of stopped sessions afresh.
+func (j *Janitor) Apply(cfg *config.Config) error {
+	set := settings{Janitor: cfg.Janitor, known: map[string]bool{}, ages: cfg.JanitorApps()}
+	for _, a := range cfg.Apps {
+		set.known[a.Name] = true
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if set.DryRun != j.set.DryRun {
+		j.stops, j.acted = nil, map[string]time.Time{}
+	}
+	for app := range j.counted {
+		if _, ok := set.ages[app]; !ok {
+			j.stopped.DeleteLabelValues(app)
+			j.wouldStop.DeleteLabelValues(app)
+			delete(j.counted, app)
+		}
+	}
+	for app := range set.ages {
+		j.stopped.WithLabelValues(app)
+		j.wouldStop.WithLabelValues(app)
+		j.counted[app] = true
+	}
+	j.set = set
+	return nil
+}
+
+// Enabled reports whether the janitor is on (j is not nil).
+func (j *Janitor) Enabled() bool { return j != nil }
+
+// Recent returns the last decisions about apps (at most 32), newest
+// first. Refusals of resolved alerts and of other alerts are left out.
+func (j *Janitor) Recent() []Action {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := make([]Action, 0, len(j.recent))
+	for i := range j.recent {
+		out = append(out, j.recent[(j.next-1-i+2*len(j.recent))%len(j.recent)])
+	}
+	return out
+}
+
+// record logs a decision, counts it and keeps it for Recent.
+func (j *Janitor) record(a Action) {
+	a.Time = j.now()
+	if a.Count == 0 {
+		a.Count = 1
+	}
+	kv := []any{"msg", "Janitor decision", "action", a.Action, "app", a.App}
+	if a.SessionID != "" {
+		kv = append(kv, "session", bounded(a.SessionID), "age", a.Age.Truncate(time.Second).String())
+	}
+	if a.Reason != "" {
+		kv = append(kv, "reason", a.Reason)
+	}
+	if a.Count > 1 {
+		kv = append(kv, "sessions", a.Count)
+	}
+	kv = append(kv, "dry_run", a.DryRun)
+	switch a.Action {
+	case ActionStopped:
+		j.stopped.WithLabelValues(a.App).Inc()
+	case ActionWouldStop:
+		j.wouldStop.WithLabelValues(a.App).Inc()
+	case ActionRefused:
+		j.refusals.WithLabelValues(a.Reason).Add(float64(a.Count))
+	}
+	lg := level.Info(j.logger)
+	if a.Action == ActionFailed || a.Reason == ReasonBudget || a.Reason == ReasonUnknownApp || a.Reason == ReasonNoApp {
+		lg = level.Warn(j.logger)
+	}
+	lg.Log(kv...)
+	if a.Reason == ReasonResolved || a.Reason == ReasonOtherAlert {
+		return // routine: not worth a place on the landing page
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.recent) < recentSize {
+		j.recent = append(j.recent, a)
+		j.next = len(j.recent) % recentSize
+		return
+	}
+	j.recent[j.next] = a
+	j.next = (j.next + 1) % recentSize
+}
+
+// ServeHTTP serves POST /webhook and, on /, a line saying what this is.
+func (j *Janitor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/webhook":
+		j.webhook(w, r)
+	case "/":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "duix_exporter janitor: Alertmanager posts its webhook (version 4) to /webhook")
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// answer writes the one-line (or one line per alert) answer and counts
+// the request.
+func (j *Janitor) answer(w http.ResponseWriter, status int, outcome string, lines []string) {
+	j.requests.WithLabelValues(outcome).Inc()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	fmt.Fprintln(w, strings.Join(lines, "\n"))
+}
+
+func (j *Janitor) webhook(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		j.answer(w, http.StatusMethodNotAllowed, OutcomeMethodNotAllowed, []string{"only POST: Alertmanager's webhook"})
+		return
+	}
+	p, err := decode(http.MaxBytesReader(w, r.Body, MaxPayloadBytes))
+	if err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			j.answer(w, http.StatusRequestEntityTooLarge, OutcomeTooLarge, []string{fmt.Sprintf("payload larger than %d bytes: nothing done", MaxPayloadBytes)})
+			return
+		}
+		level.Warn(j.logger).Log("msg", "Janitor refused a webhook request", "err", err)
+		j.answer(w, http.StatusBadRequest, OutcomeInvalid, []string{err.Error() + ": nothing done"})
+		return
+	}
+	select {
+	case j.turn <- struct{}{}:
+		defer func() { <-j.turn }()
+	case <-r.Context().Done():
+		return // the sender left while another webhook was handled
+	}
+	j.mu.Lock()
+	set := j.set
+	j.mu.Unlock()
+
+	// Decide every alert before acting: an alert about an app this
+	// exporter does not know makes the whole request a mistake of routing.
+	var lines []string
+	var todo []string
+	bad := false
+	for i, a := range p.Alerts {
+		app := a.Labels["app"]
+		if !set.known[app] {
+			app = bounded(app) // logged and answered: cut
+		}
+		reason := ""
+		switch {
+		case a.Labels["alertname"] != set.AlertName:
+			reason = ReasonOtherAlert
+			lines = append(lines, fmt.Sprintf("alerts[%d]: not acted on: not %s", i, set.AlertName))
+		case a.Status == statusResolved:
+			reason = ReasonResolved
+			lines = append(lines, fmt.Sprintf("alerts[%d]: not acted on: resolved", i))
+		case app == "":
+			reason, bad = ReasonNoApp, true
+			lines = append(lines, fmt.Sprintf("alerts[%d]: refused: no app label", i))
+		case !set.known[app]:
+			reason, bad = ReasonUnknownApp, true
+			lines = append(lines, fmt.Sprintf("alerts[%d]: refused: app %q is not configured in this exporter", i, app))
+		case set.ages[app] == 0:
+			reason = ReasonNotOptedIn
+			lines = append(lines, fmt.Sprintf("alerts[%d]: not acted on: app %q has not opted in to the janitor", i, app))
+		default:
+			if !slices.Contains(todo, app) {
+				todo = append(todo, app)
+			}
+			continue
+		}
+		j.record(Action{App: app, Action: ActionRefused, Reason: reason, DryRun: set.DryRun})
+	}
+	if bad {
+		lines = append(lines, "nothing done: route only this exporter's apps to its janitor")
+		j.answer(w, http.StatusUnprocessableEntity, OutcomeUnknownApp, lines)
+		return
+	}
+	failed := false
+	for _, app := range todo {
+		line, ok := j.clean(r.Context(), app, set)
+		lines = append(lines, line)
+		failed = failed || !ok
+	}
+	if len(lines) == 0 {
+		lines = []string{"no alerts: nothing done"}
+	}
+	if failed {
+		j.answer(w, http.StatusBadGateway, OutcomeFailed, lines)
+		return
+	}
+	j.answer(w, http.StatusOK, OutcomeHandled, lines)
+}
+
+// candidate is a session older than its app's max_session_age.
+type candidate struct {
+	id  string
+	age time.Duration
+}
+
+// clean stops the sessions of app older than its max_session_age, within
+// the budget, and returns the line of the answer about it and whether
+// every call succeeded.
+func (j *Janitor) clean(ctx context.Context, app string, set settings) (string, bool) {
+	maxAge := set.ages[app]
+	c := j.src.AppClient(app)
+	if c == nil { // a reload under way dropped it
+		j.record(Action{App: app, Action: ActionFailed, Reason: "no_client", DryRun: set.DryRun})
+		return fmt.Sprintf("app %q: failed: the app has no client right now", app), false
+	}
+	now := j.now()
+	var old []candidate
+	var young, undated int
+	seen := map[string]bool{}
+	err := c.EachSession(ctx, client.SessionOptions{}, func(s client.Session) error {
+		if s.ID == "" || seen[s.ID] {
+			return nil // cannot be stopped, or listed twice
+		}
+		seen[s.ID] = true
+		start, ok := time.Time{}, false
+		if s.Start != nil {
+			start, ok = *s.Start, true
+		} else {
+			start, ok = j.src.FirstSeen(app, s.ID)
+		}
+		switch age := now.Sub(start); {
+		case !ok:
+			undated++
+		case age > maxAge:
+			old = append(old, candidate{id: s.ID, age: age})
+		default:
+			young++
+		}
+		return nil
+	})
+	if err != nil {
+		// The reason class only: the error may quote the platform.
+		j.record(Action{App: app, Action: ActionFailed, Reason: client.Reason(err), DryRun: set.DryRun})
+		return fmt.Sprintf("app %q: failed: listing its sessions (%s)", app, client.Reason(err)), false
+	}
+	slices.SortFunc(old, func(a, b candidate) int { return cmp.Compare(b.age, a.age) }) // oldest first
+	j.mu.Lock()
+	j.forget(now)
+	j.mu.Unlock()
+
+	var done, already, refused, failed int
+	for i, s := range old {
+		key := app + "\x00" + s.id
+		j.mu.Lock()
+		_, wasActed := j.acted[key]
+		full := len(j.stops) >= set.MaxStopsPerHour
+		j.mu.Unlock()
+		a := Action{App: app, SessionID: s.id, Age: s.age, DryRun: set.DryRun}
+		switch {
+		case wasActed:
+			already++
+			a.Action, a.Reason = ActionRefused, ReasonAlreadyStopped
+		case full:
+			refused = j.refuseRest(app, old[i:], now, set)
+			a.Action = ""
+		case set.DryRun:
+			done++
+			a.Action = ActionWouldStop
+			j.remember(key, now, true)
+		default:
+			_, err := c.StopSession(ctx, s.id)
+			switch {
+			case err == nil:
+				done++
+				a.Action = ActionStopped
+				j.remember(key, now, true)
+			case client.IsNotFound(err):
+				already++
+				a.Action, a.Reason = ActionRefused, ReasonAlreadyStopped
+				j.remember(key, now, false)
+			default:
+				failed++
+				a.Action, a.Reason = ActionFailed, client.Reason(err) // the class only, as above
+			}
+		}
+		if a.Action == "" {
+			break
+		}
+		j.record(a)
+	}
+	verb := "stopped"
+	if set.DryRun {
+		verb = "dry run: would have stopped"
+	}
+	line := fmt.Sprintf("app %q: %s %d of %d session(s) older than %s; %d already stopped or gone, %d refused by the budget of %d an hour, %d failed, %d younger, %d without a known start",
+		app, verb, done, len(old), model.Duration(maxAge), already, refused, set.MaxStopsPerHour, failed, young, undated)
+	return line, failed == 0
+}
+
+// refuseRest records the refusal by the budget of the sessions of rest
+// not already stopped, and returns how many there were.
+func (j *Janitor) refuseRest(app string, rest []candidate, now time.Time, set settings) int {
+	n := 0
+	j.mu.Lock()
+	for _, s := range rest {
+		if _, ok := j.acted[app+"\x00"+s.id]; !ok {
+			n++
+		}
+	}
+	j.mu.Unlock()
+	if n > 0 {
+		j.record(Action{App: app, SessionID: rest[0].id, Age: rest[0].age, Action: ActionRefused, Reason: ReasonBudget, Count: n, DryRun: set.DryRun})
+	}
+	return n
+}
+
+// remember notes that a session was stopped (or found gone) at now; a
+// stop counts against the budget.
+func (j *Janitor) remember(key string, now time.Time, stop bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.acted[key] = now
+	if stop {
+		j.stops = append(j.stops, now)
+	}
+}
+
+// forget drops the stops and stopped sessions older than the window.
+// j.mu is held.
+func (j *Janitor) forget(now time.Time) {
+	i := 0
+	for i < len(j.stops) && now.Sub(j.stops[i]) >= window {
+		i++
+	}
+	j.stops = j.stops[i:]
+	for k, t := range j.acted {
+		if now.Sub(t) >= window {
+			delete(j.acted, k)
+		}
+	}
+}
+
+// bounded cuts a label value from a payload for logs and answers.
+func bounded(s string) string {
+	if len(s) > maxLabelLog {
+		s = s[:maxLabelLog] + "..."
+	}
+	return strings.ToValidUTF8(s, string(utf8.RuneError))
+}

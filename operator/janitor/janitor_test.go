@@ -1,0 +1,590 @@
+package janitor_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duix-exporter/duix_exporter/client"
+	"github.com/duix-exporter/duix_exporter/config"
+	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
+	"github.com/duix-exporter/duix_exporter/operator/janitor"
+	"github.com/duix-exporter/duix_exporter/simulator"
+)
+
+// The apps of the tests: kiosk and lobby opt in with a max_session_age of
+// 1h, web does not.
+var testApps = []struct{ name, id string }{{"kiosk", "1001"}, {"lobby", "1002"}, {"web", "1003"}}
+
+// source is the exporter as the janitor sees it: a real client per app
+// (against the simulator) and the lifecycle's first sightings, which the
+// test sets.
+type source struct {
+	pool *client.Pool
+	mu   sync.Mutex
+	seen map[string]time.Time // app + "/" + session ID
+}
+
+func (s *source) AppClient(name string) *client.Client { return s.pool.Client(name) }
+
+func (s *source) FirstSeen(app, id string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.seen[app+"/"+id]
+	return t, ok
+}
+
+// fixture is a janitor in front of the simulator.
+type fixture struct {
+	t     *testing.T
+	sim   *simulator.Simulator
+	src   *source
+	j     *janitor.Janitor
+	reg   *prometheus.Registry
+	logs  *syncbuf.Buffer
+	clock atomic.Int64 // the janitor's now, Unix nanoseconds
+	// wrap, when set, stands between the client and the simulator: a
+	// platform that behaves otherwise.
+	wrap  func(w http.ResponseWriter, r *http.Request, next http.Handler)
+	stops atomic.Int64 // sessionStop calls that reached the platform
+	lists atomic.Int64 // session lists that reached the platform
+}
+
+// newFixture serves the simulator and starts a janitor with the
+// configuration's janitor section set to section (YAML flow mapping, or
+// "" for the defaults).
+func newFixture(t *testing.T, section string) *fixture {
+	t.Helper()
+	f := &fixture{t: t, sim: simulator.New(), logs: &syncbuf.Buffer{}}
+	f.clock.Store(time.Now().UnixNano())
+	for _, a := range testApps {
+		f.sim.AddApp(simulator.App{ID: a.id, Key: "key-" + a.id, Allowance: 20})
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointStop):
+			f.stops.Add(1)
+		case strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointSessions):
+			f.lists.Add(1)
+		}
+		if f.wrap != nil {
+			f.wrap(w, r, f.sim)
+			return
+		}
+		f.sim.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "api: {base_url: %q, timeout: 2s}\n", srv.URL+simulator.BasePath)
+	if section != "" {
+		fmt.Fprintf(&b, "janitor: %s\n", section)
+	}
+	b.WriteString("apps:\n")
+	for _, a := range testApps {
+		fmt.Fprintf(&b, "  - {name: %s, app_id: %q, app_key: key-%s", a.name, a.id, a.id)
+		if a.name != "web" {
+			b.WriteString(", janitor: {max_session_age: 1h}")
+		}
+		b.WriteString("}\n")
+	}
+	cfg, err := config.Parse([]byte(b.String()), "")
+	require.NoError(t, err)
+	pool, err := client.NewPool(cfg, client.PoolOptions{})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	f.src = &source{pool: pool, seen: map[string]time.Time{}}
+
+	f.reg = prometheus.NewPedanticRegistry()
+	f.j, err = janitor.New(janitor.Options{
+		Source:     f.src,
+		Logger:     log.NewLogfmtLogger(f.logs),
+		Registerer: f.reg,
+		Now:        func() time.Time { return time.Unix(0, f.clock.Load()) },
+	})
+	require.NoError(t, err)
+	require.NoError(t, f.j.Apply(cfg))
+	return f
+}
+
+func (f *fixture) now() time.Time { return time.Unix(0, f.clock.Load()) }
+
+func (f *fixture) advance(d time.Duration) { f.clock.Add(int64(d)) }
+
+// session starts a session of app that began age ago.
+func (f *fixture) session(app string, age time.Duration) string {
+	f.t.Helper()
+	id, err := f.sim.StartSessionAt(appID(app), "conv-1", f.now().Add(-age))
+	require.NoError(f.t, err)
+	return id
+}
+
+func appID(name string) string {
+	for _, a := range testApps {
+		if a.name == name {
+			return a.id
+		}
+	}
+	return "0"
+}
+
+// listed returns the IDs of app's active sessions on the platform.
+func (f *fixture) listed(app string) []string {
+	var ids []string
+	for _, s := range f.sim.Sessions(appID(app)) {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
+// post sends a webhook request and returns its status and answer.
+func (f *fixture) post(body string) (int, string) {
+	f.t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(body))
+	rec := httptest.NewRecorder()
+	f.j.ServeHTTP(rec, req)
+	return rec.Code, rec.Body.String()
+}
+
+// counter returns the value of a janitor counter.
+func (f *fixture) counter(name, label, value string) float64 {
+	f.t.Helper()
+	mfs, err := f.reg.Gather()
+	require.NoError(f.t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label && lp.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	f.t.Fatalf("no series %s{%s=%q}", name, label, value)
+	return 0
+}
+
+func (f *fixture) stopped(app string) float64 {
+	return f.counter("duix_janitor_sessions_stopped_total", "app", app)
+}
+
+func (f *fixture) wouldStop(app string) float64 {
+	return f.counter("duix_janitor_sessions_would_stop_total", "app", app)
+}
+
+func (f *fixture) refusals(reason string) float64 {
+	return f.counter("duix_janitor_refusals_total", "reason", reason)
+}
+
+func (f *fixture) requests(outcome string) float64 {
+	return f.counter("duix_janitor_webhook_requests_total", "outcome", outcome)
+}
+
+// webhookAlert is one alert of a payload.
+type webhookAlert struct {
+	Status      string            `json:"status"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	StartsAt    time.Time         `json:"startsAt"`
+	EndsAt      time.Time         `json:"endsAt"`
+}
+
+// payload renders an Alertmanager webhook payload (version 4) of alerts.
+func payload(t *testing.T, alerts ...webhookAlert) string {
+	t.Helper()
+	status := "resolved"
+	for i := range alerts {
+		if alerts[i].Status == "firing" {
+			status = "firing"
+		}
+		if alerts[i].StartsAt.IsZero() {
+			alerts[i].StartsAt = time.Now().Add(-time.Hour)
+		}
+	}
+	b, err := json.Marshal(map[string]any{
+		"version": "4", "groupKey": `{}:{alertname="DuixSessionStuck"}`, "truncatedAlerts": 0,
+		"status": status, "receiver": "duix-janitor", "groupLabels": map[string]string{},
+		"commonLabels": map[string]string{}, "commonAnnotations": map[string]string{},
+		"externalURL": "http://alertmanager.example:9093", "alerts": alerts,
+	})
+	require.NoError(t, err)
+	return string(b)
+}
+
+// stuck is a firing DuixSessionStuck alert about app, as the shipped rule
+// labels it.
+func stuck(app string) webhookAlert {
+	return webhookAlert{Status: "firing", Labels: map[string]string{
+		"alertname": "DuixSessionStuck", "app": app, "job": "duix-exporter",
+		"instance": "exporter:9866", "severity": "warning",
+	}}
+}
+
+func TestStopsOnlyOldSessionsOfTheAlertedApp(t *testing.T) {
+	f := newFixture(t, "")
+	old := f.session("kiosk", 3*time.Hour)
+	young := f.session("kiosk", 10*time.Minute)
+	lobbyOld := f.session("lobby", 3*time.Hour)
+
+	code, answer := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Contains(t, answer, `app "kiosk": stopped 1 of 1 session(s) older than 1h`)
+	assert.Equal(t, []string{young}, f.listed("kiosk"), "the old session is stopped, the young one kept")
+	assert.Equal(t, []string{lobbyOld}, f.listed("lobby"), "another app is not touched without its own alert")
+	assert.Equal(t, 1.0, f.stopped("kiosk"))
+	assert.Equal(t, 0.0, f.stopped("lobby"))
+	assert.Equal(t, 1.0, f.requests("handled"))
+
+	// The decision is logged with the app, the session, its age and dry_run.
+	assert.Regexp(t, `action=stopped app=kiosk session=`+old+` age=3h0m0s dry_run=false`, f.logs.String())
+	recent := f.j.Recent()
+	require.Len(t, recent, 1)
+	recent[0].Age = recent[0].Age.Round(time.Second) // the record's start is in milliseconds
+	assert.Equal(t, janitor.Action{Time: f.now(), App: "kiosk", SessionID: old, Age: 3 * time.Hour,
+		Action: janitor.ActionStopped, Count: 1}, recent[0])
+	assert.True(t, f.j.Enabled())
+}
+
+func TestSeriesExistFromTheStart(t *testing.T) {
+	f := newFixture(t, "")
+	for _, r := range janitor.Reasons {
+		assert.Equal(t, 0.0, f.refusals(r), r)
+	}
+	for _, o := range janitor.Outcomes {
+		assert.Equal(t, 0.0, f.requests(o), o)
+	}
+	for _, app := range []string{"kiosk", "lobby"} {
+		assert.Equal(t, 0.0, f.stopped(app))
+		assert.Equal(t, 0.0, f.wouldStop(app))
+	}
+	// An app not opted in has no per-app series.
+	n, err := testutil.GatherAndCount(f.reg, "duix_janitor_sessions_stopped_total", "duix_janitor_sessions_would_stop_total")
+	require.NoError(t, err)
+	assert.Equal(t, 4, n)
+}
+
+func TestNothingStoppedWithoutAFiringAlertOfAnOptedInApp(t *testing.T) {
+	tests := []struct {
+		name   string
+		alert  func() webhookAlert
+		reason string
+		answer string
+	}{
+		{"resolved alert", func() webhookAlert { a := stuck("kiosk"); a.Status = "resolved"; return a },
+			"resolved", "not acted on: resolved"},
+		{"another alert", func() webhookAlert { a := stuck("kiosk"); a.Labels["alertname"] = "DuixConcurrencyExhausted"; return a },
+			"other_alert", "not acted on: not DuixSessionStuck"},
+		{"app not opted in", func() webhookAlert { return stuck("web") },
+			"not_opted_in", `not acted on: app "web" has not opted in to the janitor`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, "")
+			f.session("kiosk", 3*time.Hour)
+			webOld := f.session("web", 3*time.Hour)
+			code, answer := f.post(payload(t, tt.alert()))
+			require.Equal(t, http.StatusOK, code, answer)
+			assert.Contains(t, answer, tt.answer)
+			assert.Len(t, f.listed("kiosk"), 1)
+			assert.Equal(t, []string{webOld}, f.listed("web"))
+			assert.Zero(t, f.stops.Load(), "no stop reached the platform")
+			assert.Equal(t, 1.0, f.refusals(tt.reason))
+			assert.Equal(t, 0.0, f.stopped("kiosk"))
+		})
+	}
+}
+
+func TestUnknownAppRefusesTheWholeRequest(t *testing.T) {
+	f := newFixture(t, "")
+	f.session("kiosk", 3*time.Hour)
+	long := strings.Repeat("x", 500)
+	for _, app := range []string{"elsewhere", long, ""} {
+		code, answer := f.post(payload(t, stuck("kiosk"), stuck(app)))
+		require.Equal(t, http.StatusUnprocessableEntity, code, answer)
+		assert.Len(t, f.listed("kiosk"), 1, "the known app of the same request is not acted on either")
+		assert.NotContains(t, answer, long)
+	}
+	assert.Zero(t, f.stops.Load()+f.lists.Load(), "the platform is not called")
+	assert.Equal(t, 2.0, f.refusals("unknown_app"))
+	assert.Equal(t, 1.0, f.refusals("no_app_label"))
+	assert.Equal(t, 3.0, f.requests("unknown_app"))
+	assert.NotContains(t, f.logs.String(), long, "a label value is logged cut")
+	assert.Contains(t, f.logs.String(), strings.Repeat("x", 128)+"...")
+}
+
+func TestPayloadThresholdsAndSessionIDsAreIgnored(t *testing.T) {
+	f := newFixture(t, "")
+	young := f.session("kiosk", 20*time.Minute)
+	old := f.session("kiosk", 2*time.Hour)
+	a := stuck("kiosk")
+	// What a crafted alert could carry to steer the janitor: none of it is read.
+	a.Labels["session_id"] = young
+	a.Labels["max_session_age"] = "1m"
+	a.Annotations = map[string]string{"session": young, "threshold": "60", "value": "99999", "description": "SECRET-annotation"}
+	code, answer := f.post(payload(t, a))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Equal(t, []string{young}, f.listed("kiosk"), "only the session old by the exporter's own knowledge is stopped")
+	assert.Equal(t, 1.0, f.stopped("kiosk"))
+	assert.NotContains(t, f.logs.String(), old+"x")
+	assert.NotContains(t, f.logs.String(), "SECRET")
+}
+
+func TestFirstSeenWhenTheRecordHasNoStart(t *testing.T) {
+	f := newFixture(t, "")
+	startTime := regexp.MustCompile(`,"startTime":\d+`)
+	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(startTime.ReplaceAll(rec.Body.Bytes(), nil))
+	}
+	// The records carry no start: the ages are those the lifecycle knows.
+	seenLongAgo := f.session("kiosk", 0)
+	seenLately := f.session("kiosk", 0)
+	unseen := f.session("kiosk", 5*time.Hour) // old, but the exporter cannot know it
+	f.src.seen["kiosk/"+seenLongAgo] = f.now().Add(-90 * time.Minute)
+	f.src.seen["kiosk/"+seenLately] = f.now().Add(-5 * time.Minute)
+
+	code, answer := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.ElementsMatch(t, []string{seenLately, unseen}, f.listed("kiosk"))
+	assert.Contains(t, answer, "1 younger, 1 without a known start")
+	assert.Regexp(t, `session=`+seenLongAgo+` age=1h30m0s`, f.logs.String())
+}
+
+func TestBudgetAcrossAppsSlidingWindow(t *testing.T) {
+	f := newFixture(t, "{max_stops_per_hour: 2}")
+	for range 3 {
+		f.session("kiosk", 2*time.Hour)
+	}
+	lobby := f.session("lobby", 2*time.Hour)
+
+	code, answer := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Contains(t, answer, "stopped 2 of 3 session(s) older than 1h; 0 already stopped or gone, 1 refused by the budget of 2 an hour")
+	assert.Len(t, f.listed("kiosk"), 1)
+	assert.Equal(t, 1.0, f.refusals("budget"))
+
+	// The budget is for every app together.
+	code, answer = f.post(payload(t, stuck("lobby")))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Contains(t, answer, "1 refused by the budget")
+	assert.Equal(t, []string{lobby}, f.listed("lobby"))
+	assert.Equal(t, 2.0, f.refusals("budget"))
+	assert.Regexp(t, `level=warn msg="Janitor decision" action=refused app=lobby .* reason=budget dry_run=false`, f.logs.String())
+
+	// Half an hour later the window still holds both stops; an hour after
+	// them it holds none.
+	f.advance(30 * time.Minute)
+	f.post(payload(t, stuck("lobby")))
+	assert.Equal(t, []string{lobby}, f.listed("lobby"))
+	f.advance(31 * time.Minute)
+	code, answer = f.post(payload(t, stuck("lobby"), stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Empty(t, f.listed("lobby"))
+	assert.Empty(t, f.listed("kiosk"))
+	assert.Equal(t, 4.0, f.stopped("kiosk")+f.stopped("lobby"))
+}
+
+func TestDryRunStopsNothingAndCountsOnce(t *testing.T) {
+	f := newFixture(t, "{dry_run: true}")
+	old := f.session("kiosk", 3*time.Hour)
+	young := f.session("kiosk", time.Minute)
+	for range 3 { // Alertmanager repeats
+		code, answer := f.post(payload(t, stuck("kiosk")))
+		require.Equal(t, http.StatusOK, code, answer)
+		assert.Contains(t, answer, "dry run: would have stopped")
+	}
+	assert.Equal(t, []string{old, young}, f.listed("kiosk"))
+	assert.Zero(t, f.stops.Load(), "no stop reached the platform")
+	assert.Equal(t, 1.0, f.wouldStop("kiosk"), "each session is counted once an hour")
+	assert.Equal(t, 0.0, f.stopped("kiosk"))
+	assert.Regexp(t, `action=would_stop app=kiosk session=`+old+` age=3h0m0s dry_run=true`, f.logs.String())
+	assert.True(t, f.j.Recent()[len(f.j.Recent())-1].DryRun)
+}
+
+func TestRepeatedPostsStopOnce(t *testing.T) {
+	f := newFixture(t, "")
+	old := f.session("kiosk", 3*time.Hour)
+	// A platform that acknowledges a stop but keeps listing the session
+	// for a while, as an eventually consistent one may.
+	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointStop) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"code":"0","success":true,"message":"ok","data":true}`)
+			return
+		}
+		next.ServeHTTP(w, r)
+	}
+	for range 3 {
+		code, answer := f.post(payload(t, stuck("kiosk")))
+		require.Equal(t, http.StatusOK, code, answer)
+	}
+	assert.Equal(t, int64(1), f.stops.Load(), "stopped once")
+	assert.Equal(t, []string{old}, f.listed("kiosk"))
+	assert.Equal(t, 1.0, f.stopped("kiosk"))
+	assert.Equal(t, 2.0, f.refusals("already_stopped"))
+	assert.Equal(t, 3.0, f.requests("handled"))
+}
+
+func TestSessionGoneWhenStoppedIsNotAnError(t *testing.T) {
+	f := newFixture(t, "")
+	old := f.session("kiosk", 3*time.Hour)
+	// The call ends between the list and the stop.
+	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		next.ServeHTTP(w, r)
+		if strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointSessions) {
+			f.sim.EndSession(appID("kiosk"), old)
+		}
+	}
+	code, answer := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Contains(t, answer, "stopped 0 of 1 session(s) older than 1h; 1 already stopped or gone")
+	assert.Equal(t, 0.0, f.stopped("kiosk"))
+	assert.Equal(t, 1.0, f.refusals("already_stopped"))
+	assert.Equal(t, 1.0, f.requests("handled"))
+
+	// Retried by Alertmanager: it is no longer listed, nothing to do.
+	code, _ = f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, int64(1), f.stops.Load())
+}
+
+func TestPlatformFailureAsksForARetry(t *testing.T) {
+	f := newFixture(t, "")
+	f.session("kiosk", 3*time.Hour)
+	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointStop) {
+			http.Error(w, "SECRET-upstream-body", http.StatusInternalServerError)
+			return
+		}
+		next.ServeHTTP(w, r)
+	}
+	code, answer := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusBadGateway, code, answer)
+	assert.Contains(t, answer, "1 failed")
+	assert.Equal(t, 1.0, f.requests("failed"))
+	assert.Equal(t, 0.0, f.stopped("kiosk"))
+
+	// Alertmanager retries; the platform answers again.
+	f.wrap = nil
+	code, answer = f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Empty(t, f.listed("kiosk"))
+	assert.Equal(t, 1.0, f.stopped("kiosk"))
+	assert.NotContains(t, answer+f.logs.String(), "SECRET")
+}
+
+func TestBadPayloads(t *testing.T) {
+	f := newFixture(t, "")
+	f.session("kiosk", 3*time.Hour)
+	good := payload(t, stuck("kiosk"))
+	tests := []struct {
+		name, body, outcome string
+		code                int
+		answer              string
+	}{
+		{"not JSON", "SECRET-not-json {", "invalid", http.StatusBadRequest, "not a JSON object"},
+		{"a list", "[" + good + "]", "invalid", http.StatusBadRequest, "wrong type"},
+		{"null", "null", "invalid", http.StatusBadRequest, "null"},
+		{"two objects", good + good, "invalid", http.StatusBadRequest, "data after the JSON object"},
+		{"version 3", strings.Replace(good, `"version":"4"`, `"version":"3"`, 1), "invalid", http.StatusBadRequest, `the janitor reads version "4"`},
+		{"no version", strings.Replace(good, `,"version":"4"`, "", 1), "invalid", http.StatusBadRequest, "no version"},
+		{"no alerts", `{"version":"4","status":"firing"}`, "invalid", http.StatusBadRequest, "no alerts"},
+		{"alert without status", `{"version":"4","alerts":[{"labels":{"alertname":"DuixSessionStuck","app":"kiosk"}}]}`,
+			"invalid", http.StatusBadRequest, `alerts[0]: status must be "firing" or "resolved"`},
+		{"alert without name", `{"version":"4","alerts":[{"status":"firing","labels":{"app":"kiosk"}}]}`,
+			"invalid", http.StatusBadRequest, "alerts[0]: no alertname label"},
+		{"labels of the wrong type", `{"version":"4","alerts":[{"status":"firing","labels":["kiosk"]}]}`,
+			"invalid", http.StatusBadRequest, "wrong type"},
+		{"over 1 MiB", strings.Replace(good, `"receiver"`, `"padding":"`+strings.Repeat("a", janitor.MaxPayloadBytes)+`","receiver"`, 1),
+			"too_large", http.StatusRequestEntityTooLarge, "payload larger than 1048576 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := f.requests(tt.outcome)
+			code, answer := f.post(tt.body)
+			assert.Equal(t, tt.code, code, answer)
+			assert.Contains(t, answer, tt.answer)
+			assert.Equal(t, 1, strings.Count(strings.TrimSpace(answer), "\n")+1, "one line: %q", answer)
+			assert.Equal(t, before+1, f.requests(tt.outcome))
+		})
+	}
+	assert.Zero(t, f.stops.Load()+f.lists.Load(), "the platform is not called")
+	assert.Len(t, f.listed("kiosk"), 1)
+	assert.NotContains(t, f.logs.String(), "SECRET")
+
+	// The same payload, well formed, acts.
+	code, answer := f.post(good)
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Empty(t, f.listed("kiosk"))
+}
+
+func TestOnlyPostOnWebhook(t *testing.T) {
+	f := newFixture(t, "")
+	rec := httptest.NewRecorder()
+	f.j.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/webhook", nil))
+	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+	assert.Equal(t, "POST", rec.Header().Get("Allow"))
+	assert.Equal(t, 1.0, f.requests("method_not_allowed"))
+
+	rec = httptest.NewRecorder()
+	f.j.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	assert.Equal(t, http.StatusNotFound, rec.Code, "the janitor's listener serves no metrics")
+}
+
+func TestReloadOptsOutAndDropsSeries(t *testing.T) {
+	f := newFixture(t, "")
+	f.session("kiosk", 3*time.Hour)
+	cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\napps: [{name: kiosk, app_id: '1001', app_key: k}]", "http://127.0.0.1:1")), "")
+	require.NoError(t, err)
+	require.NoError(t, f.j.Apply(cfg))
+	code, answer := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Contains(t, answer, "has not opted in")
+	assert.Len(t, f.listed("kiosk"), 1)
+	n, err := testutil.GatherAndCount(f.reg, "duix_janitor_sessions_stopped_total")
+	require.NoError(t, err)
+	assert.Zero(t, n)
+}
+
+func TestDisabledJanitorIsSafe(t *testing.T) {
+	var j *janitor.Janitor
+	assert.False(t, j.Enabled())
+	assert.Empty(t, j.Recent())
+}
+
+func TestConcurrentPostsStopOnce(t *testing.T) {
+	f := newFixture(t, "")
+	f.session("kiosk", 3*time.Hour)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			req := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader([]byte(payload(t, stuck("kiosk")))))
+			req = req.WithContext(context.Background())
+			f.j.ServeHTTP(httptest.NewRecorder(), req)
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(1), f.stops.Load())
+	assert.Equal(t, 1.0, f.stopped("kiosk"))
+}
