@@ -99,15 +99,8 @@ func run(args []string) int {
 		}
 		return 0
 	}
-	code, ok := ops.Run(ctx, cmd, operator.Env{
-		Program:    exporterName,
-		UserAgent:  userAgent(),
-		ConfigFile: o.configFile,
-		Logger:     logger,
-		Stdin:      os.Stdin,
-		Stdout:     os.Stdout,
-		Stderr:     os.Stderr,
-	})
+	code, ok := ops.Run(ctx, cmd, operator.Env{Program: exporterName, UserAgent: userAgent(), ConfigFile: o.configFile,
+		Logger: logger, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
 	if !ok {
 		return 2
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
@@ -306,6 +307,25 @@ func TestReloadKeepsTheRunningConfigWhenTheNewOneIsBad(t *testing.T) {
 	code, _ := p.get(t, "/-/reload")
 	assert.Equal(t, http.StatusMethodNotAllowed, code)
 	assert.NotContains(t, p.logs.String(), "KEY-reload-test", "keys never reach the logs")
+}
+
+// Every flag of the exporter and of its simulator command is documented.
+func TestEveryFlagIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("docs/configuration.md")
+	require.NoError(t, err)
+	flagRE := regexp.MustCompile(`^ {2,6}(?:-h, )?--(?:\[no-\])?([a-z][a-z0-9.-]+)`)
+	seen := 0
+	for _, args := range [][]string{{"--help"}, {"simulator", "--help"}} {
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		for _, line := range strings.Split(string(out), "\n") {
+			if m := flagRE.FindStringSubmatch(line); m != nil && m[1] != "help" && m[1] != "version" {
+				seen++
+				assert.True(t, strings.Contains(string(doc), "`--"+m[1]), "docs/configuration.md documents --%s", m[1])
+			}
+		}
+	}
+	assert.Greater(t, seen, 15, "flags found in --help")
 }
 
 func TestVersionWithoutLdflagsComesFromTheTree(t *testing.T) {

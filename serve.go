@@ -62,16 +62,8 @@ func runServe(ctx context.Context, o serveOptions, logger log.Logger, slogger *s
 
 	// The process-wide metrics, served next to the apps' on /metrics.
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		versioncollector.NewCollector(exporterName),
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
-	exp := collector.New(collector.Options{
-		Logger:    logger,
-		Metrics:   client.NewMetrics(reg),
-		UserAgent: userAgent(),
-	})
+	reg.MustRegister(versioncollector.NewCollector(exporterName), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	exp := collector.New(collector.Options{Logger: logger, Metrics: client.NewMetrics(reg), UserAgent: userAgent()})
 	if err := exp.Register(reg); err != nil {
 		level.Error(logger).Log("msg", "Cannot register metrics", "err", err)
 		return 1
@@ -98,14 +90,8 @@ func runServe(ctx context.Context, o serveOptions, logger log.Logger, slogger *s
 		}
 	}()
 
-	h, err := web.NewHandler(exp, reg, reload, web.Options{
-		Name:          exporterName,
-		TelemetryPath: o.telemetryPath,
-		MaxRequests:   o.maxRequests,
-		TimeoutOffset: o.timeoutOffset,
-		Logger:        logger,
-		Registerer:    reg,
-	})
+	h, err := web.NewHandler(exp, reg, reload, web.Options{Name: exporterName, TelemetryPath: o.telemetryPath,
+		MaxRequests: o.maxRequests, TimeoutOffset: o.timeoutOffset, Logger: logger, Registerer: reg})
 	if err != nil {
 		level.Error(logger).Log("msg", "Cannot build the HTTP handlers", "err", err)
 		return 1

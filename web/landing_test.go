@@ -118,8 +118,13 @@ func TestLandingPageShowsTheLastScrape(t *testing.T) {
 	assert.Equal(t, "5 / 5", rows["museum-guide"][2].text)
 	assert.Contains(t, rows["museum-guide"][2].attrs, "full", "an app at its limit stands out")
 
-	rec, _ = getLanding(t, page, "/nothing-here")
+	h, err := NewHandler(exp, nil, func() error { return nil }, Options{TelemetryPath: "/metrics"})
+	require.NoError(t, err)
+	rec, _ = getLanding(t, h, "/nothing-here")
 	assert.Equal(t, http.StatusNotFound, rec.Code)
+	rec, body = getLanding(t, h, "/")
+	assert.Equal(t, http.StatusOK, rec.Code)
+	assert.Len(t, statusRows(body), 3)
 }
 
 func TestLandingPageEscapesErrors(t *testing.T) {

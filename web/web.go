@@ -80,7 +80,7 @@ func NewHandler(exp *collector.Exporter, process prometheus.Gatherer, reload fun
 		}
 	})
 	if o.TelemetryPath != "/" {
-		mux.Handle("/", &landingPage{name: o.Name, telemetryPath: o.TelemetryPath, statuses: exp.Statuses})
+		mux.Handle("/{$}", &landingPage{name: o.Name, telemetryPath: o.TelemetryPath, statuses: exp.Statuses})
 	}
 	return mux, nil
 }
@@ -131,12 +131,7 @@ type landingPage struct {
 	statuses            func() []collector.Status
 }
 
-// ServeHTTP serves the page at / only.
-func (p *landingPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/" {
-		http.NotFound(w, r)
-		return
-	}
+func (p *landingPage) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	var b bytes.Buffer
 	if err := landingTemplate.Execute(&b, map[string]any{"Name": p.name, "Version": version.Info(), "TelemetryPath": p.telemetryPath,
 		"Now": time.Now(), "Apps": p.statuses()}); err != nil {
