@@ -52,7 +52,12 @@ const reloadFailed = "Reloading the configuration failed: the previous configura
 // NewHandler returns the exporter's endpoints. process holds the
 // process-wide metrics, served after every app's on the telemetry path;
 // reload reloads the configuration (and logs why it failed).
-func NewHandler(exp *collector.Exporter, process prometheus.Gatherer, reload func() error, o Options) (http.Handler, error) {
+func NewHandler(exp *collector.Exporter, process prometheus.Gatherer, reload func() error, o Options) (_ http.Handler, err error) {
+	defer func() { // the mux refuses a bad or taken telemetry path
+		if r := recover(); r != nil {
+			err = fmt.Errorf("telemetry path %q: %v", o.TelemetryPath, r)
+		}
+	}()
 	if o.Logger == nil {
 		o.Logger = log.NewNopLogger()
 	}
