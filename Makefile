@@ -49,9 +49,27 @@ run: build ## Run the exporter against the built-in simulator (no credentials), 
 .PHONY: test
 test: test-deps fmt-check vet go-test $(EXTRA_TESTS) ## Run every test.
 
+# Build tags of the Go tests that drive a tool `make test-deps` installs:
+# browser (chromium), promtool. A plain `go test ./...` leaves them out.
+GO_TEST_TAGS := browser,promtool
+
 .PHONY: go-test
-go-test: ## The Go tests, race detector on.
-	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+go-test: ## The Go tests, race detector on, with the tests that need chromium and promtool.
+	CGO_ENABLED=1 $(GO) test -race -count=1 -tags $(GO_TEST_TAGS) ./...
+
+# Non-test Go lines of each part, against its budget: the core is every
+# package but the tools around it.
+LOC_EXCLUDE := simulator operator bench mixin deploy e2e cmd internal/platformtest
+.PHONY: loc
+loc: ## Non-test Go line counts: core, client/, collector/, web/ and package main against their budgets.
+	@count() { find $$@ -name '*.go' ! -name '*_test.go' -print0 2>/dev/null | xargs -0 cat 2>/dev/null | wc -l; }; \
+	excl=""; for d in $(LOC_EXCLUDE); do excl="$$excl -path ./$$d -prune -o"; done; \
+	core=$$(find . $$excl -path ./.tools -prune -o -name '*.go' ! -name '*_test.go' -print0 | xargs -0 cat | wc -l); \
+	main=$$(find . -maxdepth 1 -name '*.go' ! -name '*_test.go' -print0 | xargs -0 cat | wc -l); \
+	printf '%s %s %s\n' core $$core 3000 client/ $$(count client) 1000 collector/ $$(count collector) 750 \
+		web/ $$(count web) 300 main $$main 300 | \
+		awk 'BEGIN { printf "%-12s %6s %6s\n", "part", "lines", "budget" } \
+			{ printf "%-12s %6d %6d%s\n", $$1, $$2, $$3, ($$2 > $$3 ? "  over" : "") }'
 
 .PHONY: test-deps
 test-deps: $(HELM) ## Install what the tests drive (Debian packages, and helm into .tools/), if missing.

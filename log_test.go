@@ -16,36 +16,38 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// lineKeys returns the keys of each log line, in the order of the text.
-func lineKeys(t *testing.T, format, out string) [][]string {
+// logLine is one log line: its keys in the order of the text, and values.
+type logLine struct {
+	keys   []string
+	values map[string]string
+}
+
+// parseLines parses the log lines of out, in format.
+func parseLines(t *testing.T, format, out string) []logLine {
 	t.Helper()
-	var lines [][]string
+	var lines []logLine
 	if format == "logfmt" {
 		d := logfmt.NewDecoder(strings.NewReader(out))
 		for d.ScanRecord() {
-			var keys []string
+			l := logLine{values: map[string]string{}}
 			for d.ScanKeyval() {
-				keys = append(keys, string(d.Key()))
+				l.keys = append(l.keys, string(d.Key()))
+				l.values[string(d.Key())] = string(d.Value())
 			}
-			lines = append(lines, keys)
+			lines = append(lines, l)
 		}
 		require.NoError(t, d.Err())
 		return lines
 	}
 	for _, text := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
-		d := json.NewDecoder(strings.NewReader(text))
-		tok, err := d.Token()
-		require.NoError(t, err, "not JSON: %s", text)
-		require.Equal(t, json.Delim('{'), tok, text)
-		var keys []string
-		for d.More() {
-			k, err := d.Token()
-			require.NoError(t, err, text)
-			keys = append(keys, k.(string))
-			var v any
-			require.NoError(t, d.Decode(&v), text)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(text), &m), "not JSON: %s", text)
+		l := logLine{values: map[string]string{}}
+		for k, v := range m {
+			l.keys = append(l.keys, k)
+			l.values[k] = fmt.Sprint(v)
 		}
-		lines = append(lines, keys)
+		lines = append(lines, l)
 	}
 	return lines
 }
@@ -92,11 +94,27 @@ func TestEveryLogLineHasTheSameLeadingKeys(t *testing.T) {
 			for _, want := range []string{"Starting duix_exporter", "Listening on", "TLS handshake error", "Shutting down"} {
 				assert.Contains(t, out, want, "the exporter's, exporter-toolkit's and net/http's lines are all there")
 			}
-			lines := lineKeys(t, format, out)
+			lines := parseLines(t, format, out)
 			require.GreaterOrEqual(t, len(lines), 6, out)
-			for i, keys := range lines {
-				require.GreaterOrEqual(t, len(keys), 4, "line %d:\n%s", i, out)
-				assert.Equal(t, []string{"ts", "caller", "level", "msg"}, keys[:4], "line %d:\n%s", i, out)
+			callers := map[string]bool{}
+			for i, l := range lines {
+				require.GreaterOrEqual(t, len(l.keys), 4, "line %d:\n%s", i, out)
+				if format == "logfmt" {
+					assert.Equal(t, []string{"ts", "caller", "level", "msg"}, l.keys[:4], "line %d:\n%s", i, out)
+				}
+				assert.Subset(t, l.keys, []string{"ts", "caller", "level", "msg"}, "line %d:\n%s", i, out)
+				assert.NotContains(t, l.keys, "time", "one timestamp, ts: line %d:\n%s", i, out)
+				_, err := time.Parse(time.RFC3339Nano, l.values["ts"])
+				assert.NoError(t, err, "line %d:\n%s", i, out)
+				assert.Regexp(t, `^[a-z0-9_]+\.go:[0-9]+$`, l.values["caller"], "line %d", i)
+				callers[strings.Split(l.values["caller"], ":")[0]] = true
+			}
+			// The call sites: the exporter's, exporter-toolkit's and
+			// net/http's, never the loggers' own.
+			assert.Contains(t, callers, "serve.go", callers)
+			assert.Contains(t, callers, "tls_config.go", callers)
+			for _, own := range []string{"log.go", "value.go", "level.go", "handler.go", "main.go"} {
+				assert.NotContains(t, callers, own, callers)
 			}
 		})
 	}

@@ -7,16 +7,21 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+	sloggokit "github.com/tjhop/slog-gokit"
 
-	"github.com/duix-exporter/duix_exporter/internal/logging"
+	"github.com/duix-exporter/duix_exporter/internal/demo"
 	"github.com/duix-exporter/duix_exporter/operator"
 )
 
@@ -61,14 +66,14 @@ func run(args []string) int {
 	app.Flag("demo", "Run against a built-in simulator of the platform with three demo apps; no configuration file or credentials needed.").BoolVar(&o.demo)
 
 	sim := app.Command("simulator", "Serve a simulator of the platform with demo apps, for trying tools against it.")
-	var so simulatorOptions
-	sim.Flag("simulator.listen-address", "Address the simulator listens on.").Default("127.0.0.1:9867").StringVar(&so.listen)
-	sim.Flag("simulator.churn", "How often demo sessions start and end (0 disables).").Default("3s").DurationVar(&so.churn)
-	sim.Flag("simulator.latency", "Latency added to every answer.").Default("0s").DurationVar(&so.latency)
-	sim.Flag("simulator.write-config", "Write an exporter configuration for the demo apps to this file.").StringVar(&so.writeConfig)
-	sim.Flag("simulator.apps", "Serve this many generated apps (app-00000, app-00001, ...) instead of the demo apps, for load tests (0: the demo apps).").Default("0").IntVar(&so.fleet.Apps)
-	sim.Flag("simulator.sessions", "Active sessions per generated app.").Default("2").IntVar(&so.fleet.Sessions)
-	sim.Flag("simulator.conversations", "Conversations per generated app.").Default("1").IntVar(&so.fleet.Conversations)
+	var so demo.SimulatorOptions
+	sim.Flag("simulator.listen-address", "Address the simulator listens on.").Default("127.0.0.1:9867").StringVar(&so.Listen)
+	sim.Flag("simulator.churn", "How often demo sessions start and end (0 disables).").Default("3s").DurationVar(&so.Churn)
+	sim.Flag("simulator.latency", "Latency added to every answer.").Default("0s").DurationVar(&so.Latency)
+	sim.Flag("simulator.write-config", "Write an exporter configuration for the demo apps to this file.").StringVar(&so.WriteConfig)
+	sim.Flag("simulator.apps", "Serve this many generated apps (app-00000, app-00001, ...) instead of the demo apps, for load tests (0: the demo apps).").Default("0").IntVar(&so.Fleet.Apps)
+	sim.Flag("simulator.sessions", "Active sessions per generated app.").Default("2").IntVar(&so.Fleet.Sessions)
+	sim.Flag("simulator.conversations", "Conversations per generated app.").Default("1").IntVar(&so.Fleet.Conversations)
 
 	ops := operator.Register(app)
 
@@ -81,28 +86,21 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "%s: --runtime.gomaxprocs must be 0 or more, got %d, try --help\n", exporterName, o.maxProcs)
 		return 2
 	}
-	logger, slogger, err := logging.New(os.Stderr, o.logLevel, o.logFormat)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	switch cmd {
-	case serve.FullCommand():
-		return runServe(o, logger, slogger)
-	case sim.FullCommand():
-		return runSimulator(so, logger)
-	}
+	logger, slogger := newLogger(os.Stderr, o.logLevel, o.logFormat)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	code, ok := ops.Run(ctx, cmd, operator.Env{
-		Program:    exporterName,
-		UserAgent:  userAgent(),
-		ConfigFile: o.configFile,
-		Logger:     logger,
-		Stdin:      os.Stdin,
-		Stdout:     os.Stdout,
-		Stderr:     os.Stderr,
-	})
+	switch cmd {
+	case serve.FullCommand():
+		return runServe(ctx, o, logger, slogger)
+	case sim.FullCommand():
+		if err := demo.RunSimulator(ctx, so, logger); err != nil {
+			level.Error(logger).Log("msg", "Simulator failed", "err", err)
+			return 1
+		}
+		return 0
+	}
+	code, ok := ops.Run(ctx, cmd, operator.Env{Program: exporterName, UserAgent: userAgent(), ConfigFile: o.configFile,
+		Logger: logger, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
 	if !ok {
 		return 2
 	}
@@ -111,3 +109,35 @@ func run(args []string) int {
 
 // userAgent is sent with every call to the platform.
 func userAgent() string { return exporterName + "/" + version.Version }
+
+// newLogger returns the go-kit logger of the exporter's own lines, at lvl
+// or above in format (logfmt or json), whose lines begin with ts, caller,
+// level and msg as promlog's did; and a *slog.Logger for exporter-toolkit
+// and net/http, whose records the slog-gokit bridge writes through the
+// same go-kit logger, with the same keys.
+func newLogger(w io.Writer, lvl, format string) (log.Logger, *slog.Logger) {
+	out := log.NewLogfmtLogger(log.NewSyncWriter(w))
+	if format == "json" {
+		out = log.NewJSONLogger(log.NewSyncWriter(w))
+	}
+	allow := level.Allow(level.ParseDefault(lvl, level.InfoValue()))
+	// Caller(5): the call site, past level's and the filter's Log.
+	own := level.NewFilter(log.With(out, "ts", log.DefaultTimestampUTC, "caller", log.Caller(5)), allow)
+	stamped := log.With(out, "ts", log.DefaultTimestampUTC)
+	// The bridge logs level, [caller,] [time,] msg, attributes: the level
+	// moves after the caller and the record's time gives way to ts.
+	bridged := log.LoggerFunc(func(kv ...any) error {
+		head, i := make([]any, 0, len(kv)), 2
+		if len(kv) > i+1 && kv[i] == "caller" {
+			head, i = append(head, kv[i], kv[i+1]), i+2
+		}
+		head = append(head, kv[0], kv[1])
+		if len(kv) > i+1 && kv[i] == slog.TimeKey {
+			i += 2
+		}
+		return stamped.Log(append(head, kv[i:]...)...)
+	})
+	var slvl slog.LevelVar
+	_ = slvl.UnmarshalText([]byte(lvl)) // one of debug, info, warn, error (kingpin's enum)
+	return own, slog.New(sloggokit.NewGoKitHandler(bridged, &slvl))
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -8,7 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,6 +37,13 @@ var binary string
 const hangTimeout = time.Minute
 
 func TestMain(m *testing.M) {
+	// These tests drive processes and mostly wait on them (on bounds of
+	// 10 s, some of them): unless told otherwise, run more of them at once
+	// than there are CPUs.
+	flag.Parse()
+	if f := flag.Lookup("test.parallel"); f != nil && f.Value.String() == strconv.Itoa(runtime.GOMAXPROCS(0)) {
+		_ = f.Value.Set("8")
+	}
 	dir, err := os.MkdirTemp("", "duix-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -173,6 +184,7 @@ func documentedMetrics(t *testing.T) []string {
 var onEventOnly = map[string]bool{"duix_scrape_errors_total": true, "duix_app_sessions_untracked_total": true}
 
 func TestDemoServesTheDocumentedMetricsAndTheyMove(t *testing.T) {
+	t.Parallel()
 	p := startExporter(t, "--demo")
 	documented := documentedMetrics(t)
 
@@ -220,25 +232,8 @@ func sortedValues(m map[string]float64) []string {
 	return out
 }
 
-func TestPromtoolAcceptsTheExposition(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	require.NoError(t, err, "promtool is needed (Debian package prometheus): run `make test-deps`")
-	p := startExporter(t, "--demo")
-	_, body := p.get(t, "/metrics")
-	cmd := exec.Command(promtool, "check", "metrics")
-	cmd.Stdin = strings.NewReader(body)
-	out, err := cmd.CombinedOutput()
-	assert.NoError(t, err, "promtool check metrics:\n%s", out)
-	assert.Empty(t, strings.TrimSpace(string(out)))
-
-	_, probe := p.get(t, "/probe?app=museum-guide")
-	cmd = exec.Command(promtool, "check", "metrics")
-	cmd.Stdin = strings.NewReader(probe)
-	out, err = cmd.CombinedOutput()
-	assert.NoError(t, err, "promtool check metrics on /probe:\n%s", out)
-}
-
 func TestConfigCheck(t *testing.T) {
+	t.Parallel()
 	run := func(path string) (int, string) {
 		cmd := exec.Command(binary, "--config.check", "--config.file="+path)
 		out, err := cmd.CombinedOutput()
@@ -276,9 +271,32 @@ func TestConfigCheck(t *testing.T) {
 	code, out = run("does-not-exist.yml")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "does-not-exist.yml")
+
+	// The answers of api.max_concurrency calls must fit in half the
+	// memory limit.
+	dir := t.TempDir()
+	for mib, want := range map[int]int{16: 1, 2: 0} {
+		path := filepath.Join(dir, fmt.Sprintf("duix-%d.yml", mib))
+		require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(
+			"api:\n  max_concurrency: 64\n  max_response_bytes: %d\napps:\n  - name: one\n    app_id: \"1\"\n    app_key: KEY-check-0001\n", mib<<20)), 0o600))
+		cmd := exec.Command(binary, "--config.check", "--config.file="+path)
+		cmd.Env = append(os.Environ(), "GOMEMLIMIT=256MiB")
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		assert.Equal(t, want, code, "%d MiB answers, 64 at once: %s", mib, out)
+		if want == 1 {
+			assert.Contains(t, string(out), "api.max_concurrency x api.max_response_bytes is 1024 MiB, more than half the memory limit GOMEMLIMIT (256 MiB)")
+		}
+		code, out2 := run(path) // no memory limit
+		assert.Equal(t, 0, code, out2)
+	}
 }
 
 func TestReloadKeepsTheRunningConfigWhenTheNewOneIsBad(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "duix.yml")
 	good := "apps:\n  - name: one\n    app_id: \"1\"\n    app_key: KEY-reload-test-0001\n"
@@ -313,6 +331,25 @@ func TestReloadKeepsTheRunningConfigWhenTheNewOneIsBad(t *testing.T) {
 	assert.NotContains(t, p.logs.String(), "KEY-reload-test", "keys never reach the logs")
 }
 
+// Every flag of the exporter and of its simulator command is documented.
+func TestEveryFlagIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("docs/configuration.md")
+	require.NoError(t, err)
+	flagRE := regexp.MustCompile(`^ {2,6}(?:-h, )?--(?:\[no-\])?([a-z][a-z0-9.-]+)`)
+	seen := 0
+	for _, args := range [][]string{{"--help"}, {"simulator", "--help"}} {
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		for _, line := range strings.Split(string(out), "\n") {
+			if m := flagRE.FindStringSubmatch(line); m != nil && m[1] != "help" && m[1] != "version" {
+				seen++
+				assert.True(t, strings.Contains(string(doc), "`--"+m[1]), "docs/configuration.md documents --%s", m[1])
+			}
+		}
+	}
+	assert.Greater(t, seen, 15, "flags found in --help")
+}
+
 func TestVersionWithoutLdflagsComesFromTheTree(t *testing.T) {
 	want, err := os.ReadFile("VERSION")
 	require.NoError(t, err)
@@ -323,9 +360,8 @@ func TestVersionWithoutLdflagsComesFromTheTree(t *testing.T) {
 
 // The exporter runs its Go code on one CPU unless told otherwise, by
 // --runtime.gomaxprocs or the GOMAXPROCS variable, and its garbage
-// collector at the GOGC internal/gcpace sets (150 for the demo's small
-// heap) unless the GOGC variable is set; Go's own metrics show the
-// settings in force.
+// collector at Go's default (GOGC 100) unless the GOGC variable is set;
+// Go's own metrics show the settings in force.
 func TestRuntimeSettingsUnlessToldOtherwise(t *testing.T) {
 	// The unlabelled sample name of the exporter's /metrics.
 	sample := func(name string, args ...string) float64 {
@@ -339,7 +375,7 @@ func TestRuntimeSettingsUnlessToldOtherwise(t *testing.T) {
 	t.Setenv("GOGC", "")
 	assert.Equal(t, 1.0, sample("go_sched_gomaxprocs_threads"), "GOMAXPROCS by default")
 	assert.Equal(t, 3.0, sample("go_sched_gomaxprocs_threads", "--runtime.gomaxprocs=3"), "GOMAXPROCS from the flag")
-	assert.Equal(t, 150.0, sample("go_gc_gogc_percent"), "GOGC by default, with a heap far under the budget")
+	assert.Equal(t, 100.0, sample("go_gc_gogc_percent"), "Go's default GOGC")
 	t.Setenv("GOMAXPROCS", "2")
 	t.Setenv("GOGC", "120")
 	assert.Equal(t, 2.0, sample("go_sched_gomaxprocs_threads"), "GOMAXPROCS from the variable")

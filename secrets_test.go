@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,8 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -74,6 +77,86 @@ func (r *tokenRecorder) list() []string {
 	return out
 }
 
+// echoShape is how the echoing upstream answers: every shape puts what
+// it received (request line, query, every header, the token among them)
+// where a careless client would copy it into an error, a log line or a
+// page.
+type echoShape int32
+
+const (
+	echoOff             echoShape = iota // the simulator answers
+	echoErrorPage                        // 502 with an HTML page of the request
+	echoStatusLine                       // a status line whose reason phrase is the request, body too
+	echoEnvelopeMessage                  // 200, success false, code, message and msg the request
+	echoEnvelope401                      // 401, the same envelope
+	echoBadData                          // success true, data of the wrong types holding the request: session records, conversation name, concurrency
+)
+
+var echoShapes = map[echoShape]string{
+	echoErrorPage: "error page", echoStatusLine: "status line", echoEnvelopeMessage: "envelope message",
+	echoEnvelope401: "envelope 401", echoBadData: "session records and conversation name",
+}
+
+// echoing is an upstream that echoes everything it receives, in the shape
+// set, in front of the simulator.
+type echoing struct {
+	shape atomic.Int32
+	next  http.Handler
+}
+
+func (e *echoing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s %s query=%s", r.Method, r.URL.RequestURI(), r.Proto, r.URL.RawQuery)
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			fmt.Fprintf(&b, " | %s: %s", k, v)
+		}
+	}
+	echo := b.String()
+	quoted, _ := json.Marshal(echo)
+	q := string(quoted)
+	envelope := `{"code":` + q + `,"message":` + q + `,"msg":` + q + `,"success":false,"data":null}`
+	switch echoShape(e.shape.Load()) {
+	case echoErrorPage:
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("X-Echo", echo)
+		w.WriteHeader(http.StatusBadGateway)
+		fmt.Fprintf(w, "<html><body><h1>502 Bad Gateway</h1><pre>%s</pre></body></html>", echo)
+	case echoStatusLine:
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		line := strings.NewReplacer("\r", " ", "\n", " ").Replace(echo)
+		fmt.Fprintf(buf, "HTTP/1.1 500 %s\r\nContent-Type: text/plain\r\nX-Echo: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", line, line, len(echo), echo)
+		_ = buf.Flush()
+	case echoEnvelopeMessage, echoEnvelope401:
+		w.Header().Set("Content-Type", "application/json")
+		if echoShape(e.shape.Load()) == echoEnvelope401 {
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+		_, _ = io.WriteString(w, envelope)
+	case echoBadData:
+		var data string
+		switch {
+		case strings.HasSuffix(r.URL.Path, simulator.EndpointSessions):
+			data = `[{"uuid":{"echo":` + q + `},"sessionId":{"echo":` + q + `},"conversationId":[` + q + `],"startTime":` + q + `,"status":{"echo":` + q + `}}]`
+		case strings.HasSuffix(r.URL.Path, simulator.EndpointConversation):
+			data = `{"id":{"echo":` + q + `},"conversationName":{"echo":` + q + `},"maxConversation":` + q + `}`
+		case strings.HasSuffix(r.URL.Path, simulator.EndpointConcurrency):
+			data = `{"cropId":{"echo":` + q + `},"totalConcurrentNumber":` + q + `,"userConcurrentNumber":` + q + `}`
+		default:
+			_, _ = io.WriteString(w, envelope)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"code":"0000","message":`+q+`,"success":true,"data":`+data+`}`)
+	default:
+		e.next.ServeHTTP(w, r)
+	}
+}
+
 // transcript gathers everything the binary said, with where it said it.
 type transcript struct {
 	mu      sync.Mutex
@@ -92,6 +175,7 @@ func (tr *transcript) add(where, text string) {
 type secretsEnv struct {
 	sim        *simulator.Simulator
 	rec        *tokenRecorder
+	echo       *echoing
 	base       string
 	dir        string
 	good       string // configuration path
@@ -119,7 +203,8 @@ func newSecretsEnv(t *testing.T) *secretsEnv {
 	require.NoError(t, err)
 	e.fileTok, err = simulator.MintToken("2004", secStaticKey, now, now.Add(time.Hour))
 	require.NoError(t, err)
-	srv := httptest.NewServer(e.rec.wrap(e.sim))
+	e.echo = &echoing{next: e.sim}
+	srv := httptest.NewServer(e.rec.wrap(e.echo))
 	t.Cleanup(srv.Close)
 	e.base = srv.URL + simulator.BasePath
 
@@ -132,9 +217,11 @@ func newSecretsEnv(t *testing.T) *secretsEnv {
 }
 
 // apiTimeout is the configuration's api.timeout: far beyond what a call to
-// a healthy platform takes on a busy machine. Timeouts are tested with a
-// platform that takes an hour and a short scrape timeout.
-const apiTimeout = "  timeout: 1m\n"
+// a healthy platform on loopback takes on a busy machine, and short enough
+// that the calls of the faults in time (a platform that takes an hour) end
+// soon after the scrapes that gave up on them: later scrapes would
+// otherwise join them until they do.
+const apiTimeout = "  timeout: 4s\n"
 
 // config renders the configuration; extra is appended to the apps.
 func (e *secretsEnv) config(extra string) string {
@@ -232,6 +319,7 @@ func fetchWithin(t *testing.T, tr *transcript, p *process, method, path, secs st
 }
 
 func TestSecretsNeverLeak(t *testing.T) {
+	t.Parallel()
 	e := newSecretsEnv(t)
 	tr := &transcript{}
 
@@ -257,13 +345,13 @@ func TestSecretsNeverLeak(t *testing.T) {
 	// that stalls for an hour, time out at the scrape's deadline whatever
 	// the machine's speed.
 	e.sim.SetLatency("", "", time.Hour)
-	_, body = fetchWithin(t, tr, p, http.MethodGet, "/metrics", "3")
+	_, body = fetchWithin(t, tr, p, http.MethodGet, "/metrics", "1.5")
 	assert.Contains(t, body, `duix_up{app="inline-key"} 0`, "timeout")
 	e.sim.ClearFaults()
 	e.sim.SetFault("", "", simulator.Fault{Kind: simulator.FaultSlowBody, Delay: time.Hour})
-	_, body = fetchWithin(t, tr, p, http.MethodGet, "/metrics", "3")
+	_, body = fetchWithin(t, tr, p, http.MethodGet, "/metrics", "1.5")
 	assert.Contains(t, body, `duix_up{app="inline-key"} 0`, "slow body")
-	fetchWithin(t, tr, p, http.MethodGet, "/probe?app=file-key", "3")
+	fetchWithin(t, tr, p, http.MethodGet, "/probe?app=file-key", "1.5")
 	e.sim.ClearFaults()
 	// Every other fault, each answered at once; 429 last, since the
 	// exporter then stops calling for the Retry-After.
@@ -289,6 +377,23 @@ func TestSecretsNeverLeak(t *testing.T) {
 	for _, path := range []string{"/", "/-/healthy", "/-/ready", "/probe?app=inline-token", "/probe?app=no-such-app", "/probe", "/no-such-page"} {
 		fetch(t, tr, p, http.MethodGet, path)
 	}
+	// An upstream that echoes what it receives, in every shape: the
+	// answers, the landing page and the logs must carry none of it. The
+	// conversation details are refreshed at most every few minutes: a
+	// reload with a new app_id (the state of an app starts afresh) has
+	// them fetched again.
+	for shape, name := range echoShapes {
+		e.echo.shape.Store(int32(shape))
+		require.NoError(t, os.WriteFile(e.good, []byte(e.config("  - name: echo-"+strconv.Itoa(int(shape))+"\n    app_id: \"209"+strconv.Itoa(int(shape))+"\"\n    app_key: "+secInlineKey+"\n    conversations: [\"c2001\"]\n")), 0o600))
+		code, _ := fetch(t, tr, p, http.MethodPost, "/-/reload")
+		require.Equal(t, http.StatusOK, code, name)
+		_, body := fetch(t, tr, p, http.MethodGet, "/metrics")
+		assert.Contains(t, body, `duix_up{app="inline-key"} 0`, name)
+		fetch(t, tr, p, http.MethodGet, "/probe?app=file-key")
+		fetch(t, tr, p, http.MethodGet, "/")
+	}
+	e.echo.shape.Store(int32(echoOff))
+	require.NoError(t, os.WriteFile(e.good, []byte(e.config("")), 0o600))
 	fetch(t, tr, p, http.MethodGet, "/-/reload")
 
 	// Reloads: bad files by /-/reload and SIGHUP, then the good one again.
@@ -392,6 +497,14 @@ func (e *secretsEnv) operatorCommands(t *testing.T, tr *transcript) {
 		}
 		e.sim.ClearFaults()
 	}
+	// The same against the echoing upstream.
+	for shape, name := range echoShapes {
+		e.echo.shape.Store(int32(shape))
+		for _, args := range runs {
+			runCmd(t, tr, strings.Join(args, " ")+" (echo: "+name+")", append([]string{cfg, "--log.level=debug"}, args...)...)
+		}
+	}
+	e.echo.shape.Store(int32(echoOff))
 	// With a bad configuration.
 	bad := e.write(t, "bad-operator.yml", e.badConfigs()["two credentials"])
 	for _, args := range runs {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -17,12 +18,12 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/version"
 	toolkit "github.com/prometheus/exporter-toolkit/web"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/duix-exporter/duix_exporter/client"
 	"github.com/duix-exporter/duix_exporter/collector"
 	"github.com/duix-exporter/duix_exporter/config"
 	"github.com/duix-exporter/duix_exporter/internal/demo"
-	"github.com/duix-exporter/duix_exporter/internal/gcpace"
 	"github.com/duix-exporter/duix_exporter/web"
 )
 
@@ -35,37 +36,17 @@ type serveOptions struct {
 	checkOnly, demo                 bool
 }
 
-// The garbage collector's pace when the GOGC variable is not set
-// (internal/gcpace): after each collection, GOGC is what lets the heap
-// grow to gcBudget, within [gcLow, gcHigh]. A scrape's heap peaks where the
-// registry holds all its samples: at 5000 apps, 1.8 times what is live
-// (GOGC 80, as Prometheus runs at 75) kept peak RSS at 56 to 59 MiB
-// against 62 to 64 at 100 and 74 at 150; at 1000 apps, whose heap is a
-// few MiB, 150 took 6% less CPU per scrape than 80 (docs/performance.md).
-const (
-	gcBudget      = 32 << 20
-	gcLow, gcHigh = 80, 150
-)
-
 // runServe implements the serve command: the exporter.
-func runServe(o serveOptions, logger log.Logger, slogger *slog.Logger) int {
+func runServe(ctx context.Context, o serveOptions, logger log.Logger, slogger *slog.Logger) int {
 	if o.checkOnly {
 		return checkConfig(o.configFile)
 	}
-	// One CPU by default, as node_exporter does: a scrape mostly waits
-	// on the platform, and with more, idle threads spin looking for work.
-	// At 1000 apps, six alternating runs of `make load`'s first row gave
-	// 1.15 to 1.30 times the CPU of the direct calls with one, 1.23 to
-	// 1.35 with two, at the same wall time (docs/performance.md).
+	// One CPU by default, as node_exporter does: a scrape mostly waits on
+	// the platform. The garbage collector runs at Go's defaults, with
+	// GOMEMLIMIT where the deployment sets a memory limit.
 	if o.maxProcs > 0 {
 		runtime.GOMAXPROCS(o.maxProcs)
 	}
-	if os.Getenv("GOGC") == "" {
-		defer gcpace.Start(gcBudget, gcLow, gcHigh)()
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
 	if o.demo {
 		path, cleanup, err := demo.Start(ctx, logger)
 		if err != nil {
@@ -81,16 +62,8 @@ func runServe(o serveOptions, logger log.Logger, slogger *slog.Logger) int {
 
 	// The process-wide metrics, served next to the apps' on /metrics.
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		versioncollector.NewCollector(exporterName),
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
-	exp := collector.New(collector.Options{
-		Logger:    logger,
-		Metrics:   client.NewMetrics(reg),
-		UserAgent: userAgent(),
-	})
+	reg.MustRegister(versioncollector.NewCollector(exporterName), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	exp := collector.New(collector.Options{Logger: logger, Metrics: client.NewMetrics(reg), UserAgent: userAgent()})
 	if err := exp.Register(reg); err != nil {
 		level.Error(logger).Log("msg", "Cannot register metrics", "err", err)
 		return 1
@@ -117,18 +90,18 @@ func runServe(o serveOptions, logger log.Logger, slogger *slog.Logger) int {
 		}
 	}()
 
-	h, err := web.NewHandler(exp, reg, reload, web.Options{
-		Name:          exporterName,
-		TelemetryPath: o.telemetryPath,
-		MaxRequests:   o.maxRequests,
-		TimeoutOffset: o.timeoutOffset,
-		Logger:        logger,
-	})
+	h, err := web.NewHandler(exp, reg, reload, web.Options{Name: exporterName, TelemetryPath: o.telemetryPath,
+		MaxRequests: o.maxRequests, TimeoutOffset: o.timeoutOffset, Logger: logger, Registerer: reg})
 	if err != nil {
 		level.Error(logger).Log("msg", "Cannot build the HTTP handlers", "err", err)
 		return 1
 	}
-	if err := web.Serve(ctx, web.NewServer(h, slogger), o.web, logger, slogger); err != nil {
+	// Every listener runs until the process is told to stop or one of
+	// them fails, which stops the others. A listener of its own (the
+	// janitor's --janitor.listen-address) is started here the same way.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return web.Serve(gctx, web.NewServer(h, slogger), o.web, logger, slogger) })
+	if err := g.Wait(); err != nil {
 		level.Error(logger).Log("msg", "HTTP server failed", "err", err)
 		return 1
 	}
@@ -140,6 +113,14 @@ func checkConfig(path string) int {
 	cfg, err := config.Load(path)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAILED: %s: %v\n", path, err)
+		return 1
+	}
+	// A call holds at most api.max_response_bytes of answer, and
+	// api.max_concurrency calls run at once: that must fit in half the
+	// memory limit (GOMEMLIMIT), the rest being the exporter's own.
+	if limit, need := debug.SetMemoryLimit(-1), int64(cfg.API.MaxConcurrency)*cfg.API.MaxResponseBytes; need > limit/2 {
+		fmt.Fprintf(os.Stderr, "FAILED: %s: api.max_concurrency x api.max_response_bytes is %d MiB, more than half the memory limit GOMEMLIMIT (%d MiB): lower one of them\n",
+			path, need>>20, limit>>20)
 		return 1
 	}
 	fmt.Printf("SUCCESS: %s is valid: %d app(s)\n", path, len(cfg.Apps))

@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/duix-exporter/duix_exporter/internal/demo"
-	"github.com/duix-exporter/duix_exporter/internal/logging"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -89,8 +90,7 @@ func runCommand(t *testing.T, stdin *os.File, args ...string) cliResult {
 	if err != nil {
 		fmt.Fprintf(&stderr, "duix_exporter: %v, try --help\n", err)
 	} else {
-		logger, _, err := logging.New(&stderr, *logLevel, "logfmt")
-		require.NoError(t, err)
+		logger := level.NewFilter(log.NewLogfmtLogger(log.NewSyncWriter(&stderr)), level.Allow(level.ParseDefault(*logLevel, level.InfoValue())))
 		code, ok := cmds.Run(ctx, cmd, Env{
 			Program: "duix_exporter", UserAgent: "duix_exporter/test", ConfigFile: *configFile,
 			Logger: logger, Stdin: stdin, Stdout: &stdout, Stderr: &stderr,

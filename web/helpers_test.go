@@ -2,6 +2,7 @@ package web
 
 import (
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -11,18 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
+	sloggokit "github.com/tjhop/slog-gokit"
 
 	"github.com/duix-exporter/duix_exporter/client"
 	"github.com/duix-exporter/duix_exporter/collector"
 	"github.com/duix-exporter/duix_exporter/config"
 	"github.com/duix-exporter/duix_exporter/internal/demo"
-	"github.com/duix-exporter/duix_exporter/internal/logging"
 	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
@@ -68,9 +70,10 @@ func (p *platform) id(app string) string { return p.apps[app].AppID }
 // server is the exporter's endpoints, served on loopback as the binary
 // serves them, for the configuration file given.
 type server struct {
-	url  string
-	exp  *collector.Exporter
-	logs *syncbuf.Buffer
+	url    string
+	exp    *collector.Exporter
+	logger log.Logger
+	logs   *syncbuf.Buffer
 }
 
 // serve starts the endpoints with o (Name, TelemetryPath and Logger filled
@@ -85,8 +88,8 @@ func serve(t *testing.T, configFile string, o Options) *server {
 func serveOn(t *testing.T, configFile string, o Options, wrap func(net.Listener) net.Listener) *server {
 	t.Helper()
 	logs := &syncbuf.Buffer{}
-	logger, slogger, err := logging.New(logs, "debug", "logfmt")
-	require.NoError(t, err)
+	logger := log.NewLogfmtLogger(logs)
+	slogger := slog.New(sloggokit.NewGoKitHandler(logger, slog.LevelDebug))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector())
 	exp := collector.New(collector.Options{Logger: logger, Metrics: client.NewMetrics(reg), UserAgent: "duix_exporter/test"})
@@ -103,6 +106,9 @@ func serveOn(t *testing.T, configFile string, o Options, wrap func(net.Listener)
 	if o.Logger == nil {
 		o.Logger = logger
 	}
+	if o.Registerer == nil {
+		o.Registerer = reg
+	}
 	h, err := NewHandler(exp, reg, func() error { return sc.ReloadConfig(configFile, logger) }, o)
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(h)
@@ -112,7 +118,7 @@ func serveOn(t *testing.T, configFile string, o Options, wrap func(net.Listener)
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return &server{url: srv.URL, exp: exp, logs: logs}
+	return &server{url: srv.URL, exp: exp, logger: logger, logs: logs}
 }
 
 // do sends a request with the headers given as name, value pairs and

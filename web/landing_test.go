@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
@@ -68,15 +69,14 @@ func getLanding(t *testing.T, h http.Handler, path string) (*httptest.ResponseRe
 func TestLandingPageShowsTheLastScrape(t *testing.T) {
 	p := startPlatform(t)
 	exp := newTestExporter(t, p)
-	page, err := newLandingPage("duix_exporter", "/metrics", exp.Statuses)
-	require.NoError(t, err)
+	page := &landingPage{name: "duix_exporter", telemetryPath: "/metrics", statuses: exp.Statuses}
 
 	rec, body := getLanding(t, page, "/")
 	require.Equal(t, http.StatusOK, rec.Code)
 	assert.Equal(t, "text/html; charset=UTF-8", rec.Header().Get("Content-Type"))
-	assert.Contains(t, body, "<h1>duix_exporter</h1>", "the toolkit's page around the table")
+	assert.Contains(t, body, "<h1>duix_exporter</h1>")
 	assert.Contains(t, body, `<a href="/metrics">Metrics</a>`)
-	assert.Contains(t, body, `href="`+readmeURL+`"`)
+	assert.Contains(t, body, `href="https://github.com/duix-exporter/duix_exporter#readme"`)
 	assert.NotContains(t, body, "debug/pprof", "no links to handlers that are not served")
 	assert.NotContains(t, body, "<script", "works without JavaScript")
 	rows := statusRows(body)
@@ -106,7 +106,7 @@ func TestLandingPageShowsTheLastScrape(t *testing.T) {
 		got := []string{rows[app][1].text, rows[app][2].text, rows[app][3].text}
 		assert.Equal(t, want, got, app)
 		assert.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \d+s ago$`, rows[app][4].text, app)
-		assert.Regexp(t, `^\d+\.\dms$`, rows[app][5].text, app)
+		assert.Regexp(t, `^[0-9.]+(µs|ms|s)$`, rows[app][5].text, app)
 		assert.Equal(t, "–", rows[app][6].text, app)
 		assert.Contains(t, rows[app][7].html, "/probe?app="+app)
 	}
@@ -118,15 +118,19 @@ func TestLandingPageShowsTheLastScrape(t *testing.T) {
 	assert.Equal(t, "5 / 5", rows["museum-guide"][2].text)
 	assert.Contains(t, rows["museum-guide"][2].attrs, "full", "an app at its limit stands out")
 
-	rec, _ = getLanding(t, page, "/nothing-here")
+	h, err := NewHandler(exp, nil, func() error { return nil }, Options{TelemetryPath: "/metrics"})
+	require.NoError(t, err)
+	rec, _ = getLanding(t, h, "/nothing-here")
 	assert.Equal(t, http.StatusNotFound, rec.Code)
+	rec, body = getLanding(t, h, "/")
+	assert.Equal(t, http.StatusOK, rec.Code)
+	assert.Len(t, statusRows(body), 3)
 }
 
 func TestLandingPageEscapesErrors(t *testing.T) {
 	p := startPlatform(t)
 	exp := newTestExporter(t, p)
-	page, err := newLandingPage("duix_exporter", "/custom-metrics", exp.Statuses)
-	require.NoError(t, err)
+	page := &landingPage{name: "duix_exporter", telemetryPath: "/custom-metrics", statuses: exp.Statuses}
 	// A gateway's HTML page ends up in the error message.
 	p.sim.SetFault(p.id("sales-avatar"), simulator.EndpointConcurrency, simulator.Fault{Kind: simulator.FaultHTML502})
 	scrapeOnce(t, exp)
@@ -140,8 +144,16 @@ func TestLandingPageEscapesErrors(t *testing.T) {
 	assert.Contains(t, row[1].attrs, "down")
 	assert.Equal(t, "–", row[2].text, "no concurrency figures")
 	assert.Equal(t, "8", row[3].text, "the session list still answered")
-	assert.Contains(t, row[6].text, "http: getconcurrentNumber: HTTP 502: <html> <head><title>502 Bad Gateway</title>")
-	assert.Contains(t, row[6].html, "&lt;title&gt;502 Bad Gateway&lt;/title&gt;", "HTML-escaped")
+	assert.Contains(t, row[6].text, "502", "the status of the failed call")
 	assert.NotContains(t, body, "<title>502", "no markup from the platform")
 	assert.Equal(t, "up", rows["support-desk"][1].text)
+
+	// Whatever a status holds is escaped.
+	page.statuses = func() []collector.Status {
+		return []collector.Status{{Name: `<b>x</b>`, AppID: `"><script>`, LastScrape: time.Now(), LastError: "<script>alert(1)</script>"}}
+	}
+	_, body = getLanding(t, page, "/")
+	assert.NotContains(t, body, "<script", "works without JavaScript, and none can be injected")
+	assert.NotContains(t, body, "<b>x")
+	assert.Contains(t, body, "&lt;script&gt;alert(1)&lt;/script&gt;")
 }

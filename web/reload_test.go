@@ -57,3 +57,13 @@ func TestFailedReloadSaysWhereToLookNotWhy(t *testing.T) {
 	assert.Contains(t, logs, "must not have a query")
 	assert.NotContains(t, logs, "SECRET-pass", "a password in base_url is not logged either")
 }
+
+func TestABadTelemetryPathIsAnError(t *testing.T) {
+	exp := newTestExporter(t, startPlatform(t))
+	for _, path := range []string{"metrics", "", "/probe", "/-/reload", "/a b"} {
+		_, err := NewHandler(exp, nil, func() error { return nil }, Options{TelemetryPath: path})
+		assert.ErrorContains(t, err, "telemetry path", path)
+	}
+	_, err := NewHandler(exp, nil, func() error { return nil }, Options{TelemetryPath: "/custom/metrics"})
+	assert.NoError(t, err)
+}

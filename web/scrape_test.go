@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/assert"
@@ -59,6 +58,11 @@ func TestProbeAcceptsOneConfiguredNameOnly(t *testing.T) {
 		"?target=https://example.com":        "the app parameter is missing",
 		"?app=museum-guide&app=sales-avatar": "give exactly one app parameter",
 		"?app=no-such-app":                   `unknown app "no-such-app": not in the configuration`,
+		"?app=%zz":                           "the app parameter is missing",
+		"?app=museum-guide%00":               `unknown app "museum-guide\x00"`,
+		"?app=museum-guide&app=":             "give exactly one app parameter",
+		"?app=museum-guide;app=sales-avatar": "the app parameter is missing",
+		"?app=MUSEUM-GUIDE":                  `unknown app "MUSEUM-GUIDE"`,
 		"?app=" + strings.ReplaceAll(long, "\x1b", "%1b"): `unknown app "\x1b[31m<script>`,
 	} {
 		code, body := s.get(t, "/probe"+q)
@@ -73,15 +77,14 @@ func TestProbeAcceptsOneConfiguredNameOnly(t *testing.T) {
 
 // One app's platform answers in an hour: at the scrape's deadline it gives
 // up, with duix_up 0 for it and nothing counted (its calls go on, bounded
-// by api.timeout), and the healthy apps are exact. The deadline (30 s less the offset, shorter than api.timeout)
-// is far beyond what the healthy apps take on a busy machine: the test
-// waits for it, in parallel with the others.
+// by api.timeout), and the healthy apps are exact. The deadline (2 s less
+// the offset) is far beyond what three calls on loopback take.
 func TestScrapeTimeoutGivesUpZeroWithReasonTimeout(t *testing.T) {
 	t.Parallel()
 	p := startPlatform(t)
 	s := serve(t, p.config, Options{TimeoutOffset: 500 * time.Millisecond})
 	p.sim.SetLatency(p.id("museum-guide"), "", time.Hour)
-	code, body := s.get(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", "30")
+	code, body := s.get(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", "2.5")
 	require.Equal(t, http.StatusOK, code)
 	m := samples(t, body)
 	assert.Equal(t, 1.0, m["duix_up"]["app=support-desk"])
@@ -270,30 +273,26 @@ func TestSimultaneousScrapesInBothFormatsAgree(t *testing.T) {
 	assert.Equal(t, map[expfmt.FormatType]int{expfmt.TypeTextPlain: 4, expfmt.TypeProtoDelim: 4}, formats)
 }
 
-// The two registries of /metrics are listed as one: every family once, by
-// name; a name gathered by both is an error, and the first one's kept.
-func TestMergedGathersBothRegistriesByName(t *testing.T) {
-	gauge := func(reg *prometheus.Registry, name string, v float64) {
-		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: "h"})
-		g.Set(v)
-		reg.MustRegister(g)
+// Two Prometheus servers scraping at once cost one set of platform calls:
+// the second scrape arrives while the first one's calls are under way (the
+// platform answers in an hour) and shares them.
+func TestSimultaneousScrapesCostOneSetOfCalls(t *testing.T) {
+	t.Parallel()
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{})
+	p.sim.SetLatency("", "", time.Hour)
+	done := make(chan string, 2)
+	scrape := func() {
+		_, body := s.get(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", "1")
+		done <- body
 	}
-	apps, process := prometheus.NewRegistry(), prometheus.NewRegistry()
-	gauge(apps, "b_metric", 1)
-	gauge(apps, "d_metric", 1)
-	gauge(process, "a_metric", 2)
-	gauge(process, "c_metric", 2)
-	mfs, err := merged{apps, process}.Gather()
-	require.NoError(t, err)
-	var names []string
-	for _, mf := range mfs {
-		names = append(names, mf.GetName())
+	go scrape()
+	require.Eventually(t, func() bool { return p.sim.Requests(simulator.EndpointConcurrency) == 3 }, hangTimeout, 5*time.Millisecond)
+	go scrape()
+	for range 2 {
+		m := samples(t, <-done)
+		assert.Equal(t, map[string]float64{"app=support-desk": 0, "app=sales-avatar": 0, "app=museum-guide": 0}, m["duix_up"])
 	}
-	assert.Equal(t, []string{"a_metric", "b_metric", "c_metric", "d_metric"}, names)
-
-	gauge(process, "b_metric", 2)
-	mfs, err = merged{apps, process}.Gather()
-	require.ErrorContains(t, err, `"b_metric" gathered twice`)
-	require.Len(t, mfs, 4)
-	assert.Equal(t, 1.0, mfs[1].GetMetric()[0].GetGauge().GetValue(), "the first registry's family is kept")
+	assert.Equal(t, int64(3), p.sim.Requests(simulator.EndpointConcurrency), "one call per app for both scrapes")
+	assert.LessOrEqual(t, p.sim.Requests(simulator.EndpointSessions), int64(3))
 }

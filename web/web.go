@@ -1,35 +1,47 @@
-// Package web serves the exporter's HTTP endpoints: the metrics of every
-// app (the telemetry path, /metrics by default), one app's metrics
-// (/probe?app=NAME), the landing page, /-/healthy, /-/ready and
-// /-/reload, on a server with bounds on what a client can hold or send.
+// Package web serves the exporter's HTTP endpoints: every app's metrics
+// (the telemetry path), one app's (/probe?app=NAME), the landing page,
+// /-/healthy, /-/ready and /-/reload, on a server with bounds on what a
+// client can hold or send.
 package web
 
 import (
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
 	"fmt"
+	"html/template"
+	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/version"
+	toolkit "github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/duix-exporter/duix_exporter/collector"
 )
 
+// Bounds on what a client can hold or send. Request bodies are never read,
+// and a scrape's answer has a write deadline of its own.
+const (
+	ReadHeaderTimeout = 10 * time.Second // a client that never finishes its headers is cut off
+	IdleTimeout       = 2 * time.Minute  // an idle keep-alive connection is closed
+	MaxHeaderBytes    = 64 << 10         // larger request headers get 431
+	ShutdownTimeout   = 10 * time.Second // bounds a graceful shutdown
+)
+
 // Options configure the endpoints.
 type Options struct {
-	// Name is the exporter's name, the title of the landing page.
-	Name string
-	// TelemetryPath serves every app's metrics with the process-wide ones.
-	TelemetryPath string
-	// MaxRequests bounds the scrapes in flight, /metrics and /probe
-	// together; more get 503 (0: unbounded).
-	MaxRequests int
-	// TimeoutOffset is subtracted from the scrape timeout Prometheus sends.
-	TimeoutOffset time.Duration
-	// WriteMargin is how long past its scrape's deadline an answer may
-	// take to be written (0: DefaultWriteMargin).
-	WriteMargin time.Duration
-	Logger      log.Logger
+	Name          string        // the exporter's name, the landing page's title
+	TelemetryPath string        // every app's metrics, then the process-wide ones
+	MaxRequests   int           // scrapes in flight, /metrics and /probe together; more get 503 (0: unbounded)
+	TimeoutOffset time.Duration // subtracted from the scrape timeout Prometheus sends
+	WriteMargin   time.Duration // to write an answer past its scrape's deadline (0: DefaultWriteMargin)
+	Logger        log.Logger
+	Registerer    prometheus.Registerer // gets promhttp's own metrics (nil: none)
 }
 
 // reloadFailed answers a failed reload. The reason may quote the file,
@@ -38,55 +50,100 @@ const reloadFailed = "Reloading the configuration failed: the previous configura
 	"The exporter's log says why; duix_exporter_config_last_reload_successful stays 0 until a reload succeeds."
 
 // NewHandler returns the exporter's endpoints. process holds the
-// process-wide metrics (build info, Go and process collectors, client,
-// exporter and reload metrics) served next to every app's; reload reloads
-// the configuration (and logs why it failed).
-func NewHandler(exp *collector.Exporter, process prometheus.Gatherer, reload func() error, o Options) (http.Handler, error) {
-	logger := o.Logger
-	if logger == nil {
-		logger = log.NewNopLogger()
+// process-wide metrics, served after every app's on the telemetry path;
+// reload reloads the configuration (and logs why it failed).
+func NewHandler(exp *collector.Exporter, process prometheus.Gatherer, reload func() error, o Options) (_ http.Handler, err error) {
+	defer func() { // the mux refuses a bad or taken telemetry path
+		if r := recover(); r != nil {
+			err = fmt.Errorf("telemetry path %q: %v", o.TelemetryPath, r)
+		}
+	}()
+	if o.Logger == nil {
+		o.Logger = log.NewNopLogger()
 	}
-	margin := o.WriteMargin
-	if margin <= 0 {
-		margin = DefaultWriteMargin
+	if o.WriteMargin <= 0 {
+		o.WriteMargin = DefaultWriteMargin
 	}
-	var slots scrapeSlots
+	s := &scraper{exp: exp, o: o}
 	if o.MaxRequests > 0 {
-		slots = make(scrapeSlots, o.MaxRequests)
+		s.slots = make(chan struct{}, o.MaxRequests)
 	}
-	scrape := func(process prometheus.Gatherer, shared *sharedGathering, apps func(*http.Request) ([]string, error)) http.Handler {
-		return &scrapeHandler{exp: exp, process: process, shared: shared, slots: slots, offset: o.TimeoutOffset, margin: margin, logger: logger, apps: apps}
-	}
-
 	mux := http.NewServeMux()
-	// Requests of /metrics ask for the same apps, and may share a gathering;
-	// a probe gathers its app alone.
-	mux.Handle(o.TelemetryPath, scrape(process, &sharedGathering{}, metricsApps))
-	mux.Handle("/probe", scrape(nil, nil, probeApps(exp)))
-	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "Healthy")
-	})
-	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "Ready")
-	})
+	mux.Handle(o.TelemetryPath, s.handler(process, func(*http.Request) ([]string, error) { return nil, nil }))
+	mux.Handle("/probe", s.handler(nil, s.probeApp))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Healthy") })
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Ready") })
 	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost && r.Method != http.MethodPut {
+		switch {
+		case r.Method != http.MethodPost && r.Method != http.MethodPut:
 			w.Header().Set("Allow", "POST, PUT")
 			http.Error(w, "This endpoint requires a POST or PUT request.", http.StatusMethodNotAllowed)
-			return
-		}
-		if err := reload(); err != nil {
+		case reload() != nil:
 			http.Error(w, reloadFailed, http.StatusInternalServerError)
-			return
+		default:
+			fmt.Fprintln(w, "Configuration reloaded")
 		}
-		fmt.Fprintln(w, "Configuration reloaded")
 	})
-	if o.TelemetryPath != "/" && o.TelemetryPath != "" {
-		landing, err := newLandingPage(o.Name, o.TelemetryPath, exp.Statuses)
-		if err != nil {
-			return nil, err
-		}
-		mux.Handle("/", landing)
+	if o.TelemetryPath != "/" {
+		mux.Handle("/{$}", &landingPage{name: o.Name, telemetryPath: o.TelemetryPath, statuses: exp.Statuses})
 	}
 	return mux, nil
+}
+
+// NewServer returns the HTTP server of h; its own errors (a failed TLS
+// handshake, say) go to errorLog.
+func NewServer(h http.Handler, errorLog *slog.Logger) *http.Server {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: ReadHeaderTimeout, IdleTimeout: IdleTimeout, MaxHeaderBytes: MaxHeaderBytes}
+	if errorLog != nil {
+		srv.ErrorLog = slog.NewLogLogger(errorLog.Handler(), slog.LevelError)
+	}
+	return srv
+}
+
+// Serve serves srv on the addresses of flags, with TLS and basic auth from
+// their web configuration file (exporter-toolkit), until ctx ends; then it
+// shuts down gracefully within ShutdownTimeout and returns nil.
+func Serve(ctx context.Context, srv *http.Server, flags *toolkit.FlagConfig, logger log.Logger, slogger *slog.Logger) error {
+	done := make(chan error, 1)
+	go func() { done <- toolkit.ListenAndServe(srv, flags, slogger) }()
+	select {
+	case err := <-done:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	case <-ctx.Done():
+	}
+	level.Info(logger).Log("msg", "Shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		level.Warn(logger).Log("msg", "Graceful shutdown timed out", "err", err)
+		_ = srv.Close()
+	}
+	return nil
+}
+
+//go:embed landing.html
+var landingHTML string
+
+var landingTemplate = template.Must(template.New("landing").Parse(landingHTML))
+
+// landingPage lists the configured apps with what the last scrape found;
+// it calls nothing itself.
+type landingPage struct {
+	name, telemetryPath string
+	statuses            func() []collector.Status
+}
+
+func (p *landingPage) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	var b bytes.Buffer
+	if err := landingTemplate.Execute(&b, map[string]any{"Name": p.name, "Version": version.Info(), "TelemetryPath": p.telemetryPath,
+		"Now": time.Now(), "Apps": p.statuses()}); err != nil {
+		http.Error(w, "rendering the landing page failed", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=UTF-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(b.Bytes()) // #nosec G705 -- an html/template rendering, which escapes every value
 }

@@ -64,3 +64,52 @@ func WriteConfig(path, baseURL string, apps []simulator.DemoApp) error {
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o600)
 }
+
+// SimulatorOptions configure the simulator command.
+type SimulatorOptions struct {
+	Listen      string
+	Churn       time.Duration   // how often demo sessions start and end (0: never)
+	Latency     time.Duration   // added to every answer
+	WriteConfig string          // where to write an exporter configuration for the apps ("": nowhere)
+	Fleet       simulator.Fleet // generated apps, unless Fleet.Apps is 0: the demo apps
+}
+
+// RunSimulator serves the simulator on o.Listen until ctx ends.
+func RunSimulator(ctx context.Context, o SimulatorOptions, logger log.Logger) error {
+	sim, apps := simulator.NewDemo()
+	if o.Fleet.Apps != 0 {
+		var err error
+		if sim, apps, err = simulator.NewFleet(o.Fleet); err != nil {
+			return fmt.Errorf("cannot generate the apps: %w", err)
+		}
+	}
+	if o.Latency > 0 {
+		sim.SetLatency("", "", o.Latency)
+	}
+	base, closeSim, err := sim.ListenWithMetrics(o.Listen)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s: %w", o.Listen, err)
+	}
+	defer closeSim()
+	if o.WriteConfig != "" {
+		if err := WriteConfig(o.WriteConfig, base, apps); err != nil {
+			return fmt.Errorf("cannot write the configuration: %w", err)
+		}
+		level.Info(logger).Log("msg", "Wrote an exporter configuration for the demo apps", "file", o.WriteConfig)
+	}
+	if o.Churn > 0 {
+		go sim.Churn(ctx, o.Churn, nil)
+	}
+	names := make([]string, len(apps))
+	for i, a := range apps {
+		names[i] = a.Name
+	}
+	if o.Fleet.Apps != 0 {
+		names = []string{names[0], "...", names[len(names)-1]}
+	}
+	// Load tests read base_url from this line; the simulator's own metrics
+	// (duix_simulator_requests_total) are at /metrics of the same address.
+	level.Info(logger).Log("msg", "Simulator serving", "base_url", base, "apps", strings.Join(names, ","), "app_count", len(apps))
+	<-ctx.Done()
+	return nil
+}
