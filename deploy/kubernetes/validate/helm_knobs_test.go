@@ -150,14 +150,14 @@ func TestHelmServiceMonitorEndpointSettings(t *testing.T) {
 	assert.Equal(t, "http", ep.Scheme.String(), "http without TLS")
 	assert.Nil(t, ep.TLSConfig)
 	assert.Nil(t, ep.BasicAuth)
-	assert.Empty(t, ep.BearerTokenFile) //nolint:staticcheck // the field the knob sets
+	assert.Empty(t, ep.BearerTokenFile)
 
 	o = render(t, args("--set", "serviceMonitor.enabled=true", "--set", "serviceMonitor.scheme=https",
 		"--set", "serviceMonitor.bearerTokenFile=/var/run/secrets/token",
 		"--set-json", `serviceMonitor.authorization={"type":"Bearer","credentials":{"name":"scrape","key":"token"}}`)...)
 	ep = o.serviceMonitor.Spec.Endpoints[0]
 	assert.Equal(t, "https", ep.Scheme.String(), "serviceMonitor.scheme")
-	assert.Equal(t, "/var/run/secrets/token", ep.BearerTokenFile) //nolint:staticcheck // the field the knob sets
+	assert.Equal(t, "/var/run/secrets/token", ep.BearerTokenFile)
 	require.NotNil(t, ep.Authorization)
 	assert.Equal(t, "Bearer", ep.Authorization.Type)
 	assert.Equal(t, "token", ep.Authorization.Credentials.Key)
