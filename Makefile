@@ -16,6 +16,8 @@ export CGO_ENABLED ?= 0
 TEST_TOOLS := promtool:prometheus prometheus:prometheus
 TEST_TOOLS += chromium:chromium
 TEST_TOOLS += prometheus-alertmanager:prometheus-alertmanager amtool:prometheus-alertmanager
+# The image test runs the image under rootful podman, with runc.
+TEST_TOOLS += podman:podman runc:runc
 
 # Helm is not a Debian package: `make test-deps` builds it from the Go
 # module proxy into .tools/ (a few minutes, once per version).
@@ -23,6 +25,11 @@ HELM_VERSION := v3.19.0
 HELM_DIR     := .tools/helm-$(HELM_VERSION)
 HELM         := $(HELM_DIR)/helm
 CHART        := deploy/helm/duix-exporter
+
+# crane (go-containerregistry) builds the image without a daemon or a base
+# image to pull; built from the Go module proxy into .tools/.
+CRANE_VERSION := v0.22.1
+CRANE         := .tools/crane-$(CRANE_VERSION)/crane
 
 # Test targets run by `make test` after the Go tests. Add a line per
 # target here (prerequisites are expanded when the rule is read).
@@ -33,6 +40,7 @@ EXTRA_TESTS += probe-config-test
 EXTRA_TESTS += helm-test
 EXTRA_TESTS += mixin-test
 EXTRA_TESTS += alertmanager-test
+EXTRA_TESTS += image-test
 
 .PHONY: help
 help: ## List the targets.
@@ -72,7 +80,7 @@ loc: ## Non-test Go line counts: core, client/, collector/, web/ and package mai
 			{ printf "%-12s %6d %6d%s\n", $$1, $$2, $$3, ($$2 > $$3 ? "  over" : "") }'
 
 .PHONY: test-deps
-test-deps: $(HELM) ## Install what the tests drive (Debian packages, and helm into .tools/), if missing.
+test-deps: $(HELM) $(CRANE) ## Install what the tests drive (Debian packages, and helm into .tools/), if missing.
 	@missing=""; for tp in $(TEST_TOOLS); do \
 		command -v "$${tp%%:*}" >/dev/null || missing="$$missing $${tp#*:}"; \
 	done; \
@@ -82,6 +90,11 @@ test-deps: $(HELM) ## Install what the tests drive (Debian packages, and helm in
 		$$SUDO apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+	@[ -s /etc/ssl/certs/ca-certificates.crt ] || { \
+		echo "installing Debian packages: ca-certificates (the image's CA bundle)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends ca-certificates >/dev/null; }
 
 .PHONY: vet
 vet: ## go vet.
@@ -135,7 +148,20 @@ clean: ## Remove build output.
 # Operations bundle: Prometheus rules, Kubernetes manifests and Helm chart,
 # end to end against a real Prometheus, container image.
 VALIDATE_DIR := deploy/kubernetes/validate
-IMAGE        ?= ghcr.io/duix-exporter/duix_exporter:$(VERSION)
+IMAGE_REPO   ?= ghcr.io/duix-exporter/duix_exporter
+IMAGE        ?= $(IMAGE_REPO):$(VERSION)
+IMAGE_SOURCE := https://github.com/duix-exporter/duix_exporter
+IMAGE_DIR    := .build/image
+IMAGE_ARCH   ?= $(shell $(GO) env GOARCH)
+# The files of the image carry the time of the last commit, and so does
+# the binary's build date: the same commit gives the same image.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE_LDFLAGS := -s -w -X $(PKG).Version=$(VERSION) -X $(PKG).Revision=$(REVISION) \
+            -X $(PKG).Branch=$(BRANCH) -X $(PKG).BuildUser=make \
+            -X $(PKG).BuildDate=$(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y%m%d-%H:%M:%S 2>/dev/null)
+
+$(CRANE):
+	GOBIN=$(CURDIR)/$(@D) $(GO) install github.com/google/go-containerregistry/cmd/crane@$(CRANE_VERSION)
 
 .PHONY: rules-test
 rules-test: test-deps ## promtool check and unit tests of deploy/prometheus (rules and scrape config).
@@ -196,10 +222,28 @@ alertmanager-test: test-deps ## amtool check-config and route tests of deploy/al
 	$(AM_ROUTE)=duix-default alertname=Unrelated
 
 .PHONY: image
-image: ## Build the container image with docker or podman, whichever is installed.
-	@engine=$$(command -v docker || command -v podman) || { echo "image: neither docker nor podman is installed" >&2; exit 1; }; \
-	set -x; "$$engine" build -t $(IMAGE) \
-		--build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg BRANCH=$(BRANCH) .
+image: ## Build the container image: `docker build` where a Docker daemon answers, else with crane into .build/image (no daemon, no base image).
+	@if docker info >/dev/null 2>&1; then \
+		set -x; docker build -t $(IMAGE) \
+			--build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg BRANCH=$(BRANCH) \
+			--build-arg SOURCE=$(IMAGE_SOURCE) .; \
+	else \
+		echo "image: no Docker daemon answers (docker info): building with crane into $(IMAGE_DIR)"; \
+		$(MAKE) --no-print-directory image-oci; \
+	fi
+
+.PHONY: image-oci
+image-oci: $(CRANE) ## Build the image with crane, without a daemon: $(IMAGE_DIR)/image.tar (podman/docker load) and the OCI layout $(IMAGE_DIR)/oci.
+	mkdir -p $(IMAGE_DIR)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(IMAGE_LDFLAGS)' -o $(IMAGE_DIR)/duix_exporter .
+	GOARCH=$(IMAGE_ARCH) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) deploy/image/build.sh $(CRANE) $(IMAGE_DIR)/duix_exporter \
+		$(IMAGE) $(VERSION) $(REVISION) $(IMAGE_SOURCE) $(IMAGE_DIR)
+
+.PHONY: image-test
+image-test: test-deps image-oci ## Load the crane-built image into podman, run it with --demo and check what it serves, its user and labels.
+	$(GO) vet -tags image ./deploy/image/
+	DUIX_IMAGE=$(IMAGE) DUIX_IMAGE_DIR=$(CURDIR)/$(IMAGE_DIR) DUIX_IMAGE_VERSION=$(VERSION) DUIX_IMAGE_REVISION=$(REVISION) \
+		$(GO) test -tags image -count=1 -timeout 5m ./deploy/image/
 
 # Reliability: fuzzing, soak, static analysis.
 # A count of inputs, not a duration: with a duration, Go 1.26 can end a

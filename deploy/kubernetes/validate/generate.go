@@ -1,6 +1,7 @@
 // Package validate generates the Kubernetes manifests that carry files kept
 // elsewhere in the repository (the Prometheus rules and the Grafana
-// dashboards, rendered from the monitoring mixin in mixin/), and its tests
+// dashboards, rendered from the monitoring mixin in mixin/) and the Helm
+// chart's copy of the dashboards, and its tests
 // decode every manifest of the kustomize base, and of the Helm chart as
 // `helm template` renders it, strictly into the Kubernetes and Prometheus
 // Operator API types. It is a module of its own, so that those types never
@@ -22,6 +23,9 @@ const (
 	DashboardsDir      = "dashboards"
 	PrometheusRuleFile = "deploy/kubernetes/prometheusrule.yaml"
 	DashboardCMFile    = "deploy/kubernetes/grafana-dashboard.yaml"
+	// ChartDashboardsDir holds the Helm chart's copy of the dashboards
+	// (Helm reads no file outside the chart).
+	ChartDashboardsDir = "deploy/helm/duix-exporter/files/dashboards"
 	// RunbooksFile holds the runbooks every alert links to.
 	RunbooksFile = "docs/runbooks.md"
 )

@@ -118,6 +118,7 @@ func TestHelmDefaultValues(t *testing.T) {
 		"v1/Service":         1,
 		"v1/ServiceAccount":  1,
 		"v1/ConfigMap":       1,
+		"v1/Pod":             1, // helm test's
 	}, o.seen, "objects with the default values")
 	assertHardened(t, o)
 
@@ -148,12 +149,15 @@ func TestHelmDefaultValues(t *testing.T) {
 func TestHelmFullValues(t *testing.T) {
 	o := render(t, full...)
 	assert.Equal(t, map[string]int{
-		"apps/v1/Deployment": 1,
-		"v1/Service":         1,
-		"v1/ServiceAccount":  1,
-		"v1/ConfigMap":       1,
-		"v1/Secret":          1,
-		"monitoring.coreos.com/v1/ServiceMonitor": 1,
+		"apps/v1/Deployment":                      1,
+		"v1/Service":                              1,
+		"v1/ServiceAccount":                       1,
+		"v1/ConfigMap":                            4, // the configuration, the dashboards, two extraManifests
+		"v1/Secret":                               2, // the keys, the web configuration
+		"v1/Pod":                                  1, // helm test's
+		"policy/v1/PodDisruptionBudget":           1,
+		"networking.k8s.io/v1/NetworkPolicy":      1,
+		"monitoring.coreos.com/v1/ServiceMonitor": 3, // /metrics, and two per-app targets
 		"monitoring.coreos.com/v1/PrometheusRule": 1,
 	}, o.seen, "objects with every option on")
 	assertHardened(t, o)
@@ -183,6 +187,9 @@ func TestHelmFullValues(t *testing.T) {
 	// The keys are only in the Secret.
 	for _, cm := range o.configMaps {
 		for _, key := range values.Secret.Keys {
+			for _, data := range cm.Data {
+				assert.NotContains(t, data, key, "no key in ConfigMap %s", cm.Name)
+			}
 			assert.NotContains(t, cm.Data[filepath.Base(f.configFile)], key, "no key in the ConfigMap")
 		}
 	}
@@ -404,6 +411,13 @@ func TestHelmRefusesBadValues(t *testing.T) {
 		{"an empty key", []string{"--set", "secret.create=true", "--set", "secret.keys.support-desk=", "--set-json", app("")}, "/secret/keys/support-desk"},
 		{"a memory limit that is not a quantity", []string{"--set", "resources.limits.memory=lots"}, `resources.limits.memory "lots"`},
 		{"a bad duration", []string{"--set", "serviceMonitor.interval=30"}, "/serviceMonitor/interval"},
+		{"a typo in a per-app target", []string{"--set-json", `serviceMonitor.targets=[{"name":"a","intervall":"1m"}]`}, "additional properties 'intervall' not allowed"},
+		{"a target name that cannot name an object", []string{"--set-json", `serviceMonitor.targets=[{"name":"Support_Desk"}]`}, "/serviceMonitor/targets/0/name"},
+		{"a typo in the web configuration", []string{"--set-json", `webConfig.config={"tls_config":{}}`}, "additional properties 'tls_config' not allowed"},
+		{"a clear-text password for basic auth", []string{"--set-json", `webConfig.config={"basic_auth_users":{"prometheus":"` + secret + `"}}`}, "webConfig.config.basic_auth_users.prometheus is not a bcrypt hash"},
+		{"a typo in a probe", []string{"--set", "livenessProbe.periodSecond=5"}, "additional properties 'periodSecond' not allowed"},
+		{"a typo in the budget", []string{"--set", "podDisruptionBudget.minAvailible=1"}, "additional properties 'minAvailible' not allowed"},
+		{"a typo in the dashboards", []string{"--set", "dashboards.enable=true"}, "additional properties 'enable' not allowed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, stderr, err := helmTemplate(t, c.args...)

@@ -20,6 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -39,6 +41,12 @@ type objects struct {
 	secrets        map[string]*corev1.Secret
 	serviceMonitor *monitoringv1.ServiceMonitor
 	prometheusRule *monitoringv1.PrometheusRule
+	// serviceMonitors holds every ServiceMonitor by name; serviceMonitor
+	// is the first (the exporter's /metrics).
+	serviceMonitors map[string]*monitoringv1.ServiceMonitor
+	pods            map[string]*corev1.Pod
+	pdb             *policyv1.PodDisruptionBudget
+	networkPolicy   *networkingv1.NetworkPolicy
 	// seen counts the objects by apiVersion/kind.
 	seen map[string]int
 }
@@ -48,6 +56,9 @@ func newObjects() *objects {
 		configMaps: map[string]*corev1.ConfigMap{},
 		secrets:    map[string]*corev1.Secret{},
 		seen:       map[string]int{},
+
+		serviceMonitors: map[string]*monitoringv1.ServiceMonitor{},
+		pods:            map[string]*corev1.Pod{},
 	}
 }
 
@@ -91,8 +102,22 @@ func (o *objects) add(t *testing.T, src string, data []byte) {
 		strict(t, what, data, s)
 		o.secrets[s.Name] = s
 	case "monitoring.coreos.com/v1/ServiceMonitor":
-		o.serviceMonitor = new(monitoringv1.ServiceMonitor)
-		strict(t, what, data, o.serviceMonitor)
+		sm := new(monitoringv1.ServiceMonitor)
+		strict(t, what, data, sm)
+		if o.serviceMonitor == nil {
+			o.serviceMonitor = sm
+		}
+		o.serviceMonitors[sm.Name] = sm
+	case "v1/Pod":
+		pod := new(corev1.Pod)
+		strict(t, what, data, pod)
+		o.pods[pod.Name] = pod
+	case "policy/v1/PodDisruptionBudget":
+		o.pdb = new(policyv1.PodDisruptionBudget)
+		strict(t, what, data, o.pdb)
+	case "networking.k8s.io/v1/NetworkPolicy":
+		o.networkPolicy = new(networkingv1.NetworkPolicy)
+		strict(t, what, data, o.networkPolicy)
 	case "monitoring.coreos.com/v1/PrometheusRule":
 		o.prometheusRule = new(monitoringv1.PrometheusRule)
 		strict(t, what, data, o.prometheusRule)
@@ -214,17 +239,21 @@ func assertHardened(t *testing.T, o *objects) {
 	assert.Contains(t, c.Resources.Limits, corev1.ResourceMemory, "memory limit")
 	assertGoMemLimit(t, c)
 
-	require.Len(t, c.Ports, 1)
 	port := c.Ports[0]
+	assert.Equal(t, "http-metrics", port.Name, "the metrics port comes first")
 	assert.EqualValues(t, 9866, port.ContainerPort, "the exporter's default port")
-	require.NotNil(t, c.LivenessProbe)
-	require.NotNil(t, c.ReadinessProbe)
-	require.NotNil(t, c.LivenessProbe.HTTPGet)
-	require.NotNil(t, c.ReadinessProbe.HTTPGet)
-	assert.Equal(t, "/-/healthy", c.LivenessProbe.HTTPGet.Path)
-	assert.Equal(t, "/-/ready", c.ReadinessProbe.HTTPGet.Path)
-	assert.Equal(t, intstr.FromString(port.Name), c.LivenessProbe.HTTPGet.Port)
-	assert.Equal(t, intstr.FromString(port.Name), c.ReadinessProbe.HTTPGet.Port)
+	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+		require.NotNil(t, p, "%s probe", name)
+		switch {
+		case p.HTTPGet != nil:
+			assert.Equal(t, map[string]string{"liveness": "/-/healthy", "readiness": "/-/ready"}[name], p.HTTPGet.Path, "%s probe path", name)
+			assert.Equal(t, intstr.FromString(port.Name), p.HTTPGet.Port, "%s probe port", name)
+		case p.TCPSocket != nil:
+			assert.Equal(t, intstr.FromString(port.Name), p.TCPSocket.Port, "%s probe port", name)
+		default:
+			t.Errorf("%s probe: neither httpGet nor tcpSocket on the metrics port", name)
+		}
+	}
 	assert.Contains(t, c.Args, "--web.listen-address=:9866")
 	for _, m := range c.VolumeMounts {
 		assert.True(t, m.ReadOnly, "mount %s is read-only", m.Name)
@@ -596,4 +625,7 @@ func TestDockerfile(t *testing.T) {
 	assert.Regexp(t, `(?m)^USER [1-9][0-9]*:[1-9][0-9]*$`, final, "numeric non-root user")
 	assert.Regexp(t, `(?m)^EXPOSE 9866$`, final)
 	assert.Contains(t, df, "CGO_ENABLED=0", "static binary")
+	for _, l := range []string{"version", "revision", "source"} {
+		assert.Contains(t, final, "org.opencontainers.image."+l+"=", "the OCI label %s", l)
+	}
 }

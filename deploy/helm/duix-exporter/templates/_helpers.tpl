@@ -51,12 +51,105 @@ app.kubernetes.io/part-of: duix-exporter
 {{- end }}
 {{- end }}
 
-{{- define "duix-exporter.image" -}}
-{{- if .Values.image.digest }}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
-{{- else }}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{/*
+An image reference from {registry, repository, tag, digest}: global.imageRegistry
+or registry, then repository; the digest over the tag; the tag defaults to
+the chart's appVersion. Called with (list $ imageValues).
+*/}}
+{{- define "duix-exporter.imageRef" -}}
+{{- $root := index . 0 }}
+{{- $img := index . 1 }}
+{{- $registry := default $img.registry ((($root.Values.global).imageRegistry)) }}
+{{- $name := $img.repository }}
+{{- if $registry }}
+{{- $name = printf "%s/%s" (trimSuffix "/" $registry) $img.repository }}
 {{- end }}
+{{- if $img.digest }}
+{{- printf "%s@%s" $name $img.digest }}
+{{- else }}
+{{- printf "%s:%s" $name (default $root.Chart.AppVersion ($img.tag | toString)) }}
+{{- end }}
+{{- end }}
+
+{{- define "duix-exporter.image" -}}
+{{- include "duix-exporter.imageRef" (list . .Values.image) }}
+{{- end }}
+
+{{/*
+The web configuration: "true" when --web.config.file is given, from the
+chart's Secret (webConfig.config) or the user's (webConfig.existingSecret).
+*/}}
+{{- define "duix-exporter.webConfigSecret" -}}
+{{- if and .Values.webConfig.config .Values.webConfig.existingSecret }}
+{{- fail "webConfig: set either config or existingSecret, not both" }}
+{{- end }}
+{{- range $user, $hash := (.Values.webConfig.config).basic_auth_users }}
+{{- if not (regexMatch "^\\$2[aby]?\\$[0-9]{2}\\$[./A-Za-z0-9]{53}$" $hash) }}
+{{- fail (printf "webConfig.config.basic_auth_users.%s is not a bcrypt hash: give the hash of the password (htpasswd -nBC 10 \"\" | tr -d ':'), never the password" $user) }}
+{{- end }}
+{{- end }}
+{{- if .Values.webConfig.config }}
+{{- printf "%s-web-config" (include "duix-exporter.fullname" .) }}
+{{- else }}
+{{- .Values.webConfig.existingSecret }}
+{{- end }}
+{{- end }}
+
+{{/* "true" when the chart's web configuration serves TLS. */}}
+{{- define "duix-exporter.webTLS" -}}
+{{- if (.Values.webConfig.config).tls_server_config }}true{{ end }}
+{{- end }}
+
+{{/* The scheme of the ServiceMonitors' endpoints. */}}
+{{- define "duix-exporter.scrapeScheme" -}}
+{{- if .Values.serviceMonitor.scheme }}
+{{- .Values.serviceMonitor.scheme }}
+{{- else if include "duix-exporter.webTLS" . }}
+{{- "https" }}
+{{- else }}
+{{- "http" }}
+{{- end }}
+{{- end }}
+
+{{/*
+A probe of the exporter's container, from (list $ probe name): a probe
+with tcpSocket, exec or grpc loses the default httpGet; an httpGet
+probe gets scheme HTTPS when the chart's web configuration serves TLS, and
+is refused when it has basic auth users and the probe sends no
+Authorization header (the exporter would answer 401).
+*/}}
+{{- define "duix-exporter.probe" -}}
+{{- $root := index . 0 }}
+{{- $probe := deepCopy (index . 1) }}
+{{- $name := index . 2 }}
+{{- /* Values merge into the defaults: another handler replaces httpGet. */}}
+{{- if or $probe.tcpSocket $probe.exec $probe.grpc }}
+{{- $_ := unset $probe "httpGet" }}
+{{- end }}
+{{- with $probe.httpGet }}
+{{- if and (include "duix-exporter.webTLS" $root) (not .scheme) }}
+{{- $_ := set . "scheme" "HTTPS" }}
+{{- end }}
+{{- if ($root.Values.webConfig.config).basic_auth_users }}
+{{- $auth := false }}
+{{- range .httpHeaders }}
+{{- if eq (lower .name) "authorization" }}{{ $auth = true }}{{ end }}
+{{- end }}
+{{- if not $auth }}
+{{- fail (printf "%s: webConfig.config has basic_auth_users, so the exporter answers 401 to this httpGet probe: use a tcpSocket probe (or httpGet with an Authorization header)" $name) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- toYaml $probe }}
+{{- end }}
+
+{{/* The names of the apps of config.apps, as a dict name: true. */}}
+{{- define "duix-exporter.appNames" -}}
+{{- $names := dict }}
+{{- range .Values.config.apps }}
+{{- $_ := set $names .name true }}
+{{- end }}
+{{- toYaml $names }}
 {{- end }}
 
 {{/* Where the pod finds its files. */}}
@@ -150,4 +243,41 @@ container), else nothing.
 {{- end }}
 {{- printf "%dMiB" $mib }}
 {{- end }}
+{{- end }}
+
+{{/* The scheme and credentials of a ServiceMonitor endpoint. */}}
+{{- define "duix-exporter.endpointAuth" -}}
+{{- $sm := .Values.serviceMonitor -}}
+scheme: {{ include "duix-exporter.scrapeScheme" . }}
+{{- with $sm.tlsConfig }}
+tlsConfig:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $sm.bearerTokenFile }}
+bearerTokenFile: {{ . }}
+{{- end }}
+{{- with $sm.basicAuth }}
+basicAuth:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $sm.authorization }}
+authorization:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+The chart's labels with more label maps over them, from (list $ map...):
+one map, so that a label given twice (commonLabels and
+serviceMonitor.labels, say) is one key; the selector labels stay the
+chart's.
+*/}}
+{{- define "duix-exporter.labelsWith" -}}
+{{- $root := index . 0 }}
+{{- $labels := include "duix-exporter.labels" $root | fromYaml }}
+{{- range rest . }}
+{{- $labels = mergeOverwrite $labels (. | default dict) }}
+{{- end }}
+{{- $labels = mergeOverwrite $labels (include "duix-exporter.selectorLabels" $root | fromYaml) }}
+{{- toYaml $labels }}
 {{- end }}

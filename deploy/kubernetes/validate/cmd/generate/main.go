@@ -1,6 +1,7 @@
 // Command generate writes the PrometheusRule and the dashboard ConfigMap
 // of the kustomize base from deploy/prometheus/rules.yml and the
-// dashboards of dashboards/, which the mixin renders. Run it from
+// dashboards of dashboards/, which the mixin renders, and copies those
+// dashboards into the Helm chart. Run it from
 // deploy/kubernetes/validate (`go generate` there, or `make manifests` at
 // the repository root; `make mixin` renders the mixin, then runs it).
 package main
@@ -34,7 +35,18 @@ func run() error {
 			return err
 		}
 	}
-	return write(validate.DashboardCMFile, validate.DashboardConfigMap(validate.Dashboards, dashboards))
+	if err := write(validate.DashboardCMFile, validate.DashboardConfigMap(validate.Dashboards, dashboards)); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(validate.RepoRoot, validate.ChartDashboardsDir), 0o755); err != nil {
+		return err
+	}
+	for i, name := range validate.Dashboards {
+		if err := write(validate.ChartDashboardsDir+"/"+name, dashboards[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func write(name string, data []byte) error {
