@@ -142,6 +142,10 @@ func checkConfig(path string) int {
 		fmt.Fprintf(os.Stderr, "FAILED: %s: %v\n", path, err)
 		return 1
 	}
+	if limit, source := config.MemoryLimit(); cfg.CheckMemory(limit) != nil {
+		fmt.Fprintf(os.Stderr, "FAILED: %s: %v (%s)\n", path, cfg.CheckMemory(limit), source)
+		return 1
+	}
 	fmt.Printf("SUCCESS: %s is valid: %d app(s)\n", path, len(cfg.Apps))
 	return 0
 }
