@@ -2,10 +2,16 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
-	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"syscall"
 	"time"
 )
 
@@ -24,173 +30,117 @@ const (
 // Reasons lists every value Reason can return.
 var Reasons = []string{ReasonTimeout, ReasonHTTP, ReasonAPI, ReasonDecode, ReasonAuth, ReasonNetwork, ReasonRateLimited}
 
-// APIError is a response whose envelope says success=false.
-type APIError struct {
-	Endpoint string
-	Code     string
-	Message  string
-}
+// ErrBodyTooLarge is the cause (errors.Is) of a decode error for an answer
+// longer than max_response_bytes.
+var ErrBodyTooLarge = errors.New("answer larger than max_response_bytes")
 
-func (e *APIError) Error() string {
-	return fmt.Sprintf("%s: platform answered success=false, code %q: %s", e.Endpoint, e.Code, e.Message)
-}
-
-// HTTPError is a response with a status other than 2xx.
-type HTTPError struct {
-	Endpoint   string
-	StatusCode int
-	// Snippet is the start of the body, bounded and made printable.
-	Snippet string
-	// RetryAfter is the parsed Retry-After header, if any.
+// Error is every error of a call to the platform. It carries no text from
+// the platform: never a body, a header value or the envelope's message,
+// only the fields below and a description chosen by this package.
+type Error struct {
+	Endpoint string // the endpoint called ("" before a call was made)
+	App      string // the app's name in the configuration
+	Reason   string // one of Reasons
+	Status   int    // the HTTP status, 0 when no answer arrived
+	// Code is the envelope's code, kept only when it matches
+	// ^[A-Za-z0-9_.-]{1,32}$.
+	Code string
+	// RetryAfter is how long the platform asked for no calls (429).
 	RetryAfter time.Duration
+
+	detail string // fixed text of this package
+	err    error  // the cause, for errors.Is and errors.As; never printed
 }
 
-func (e *HTTPError) Error() string {
-	msg := fmt.Sprintf("%s: HTTP %d", e.Endpoint, e.StatusCode)
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Endpoint)
+	if e.App != "" {
+		fmt.Fprintf(&b, " (app %s)", e.App)
+	}
+	fmt.Fprintf(&b, ": %s", e.Reason)
+	if e.Status != 0 {
+		fmt.Fprintf(&b, ": HTTP %d", e.Status)
+	}
+	if e.Code != "" {
+		fmt.Fprintf(&b, ", code %s", e.Code)
+	}
 	if e.RetryAfter > 0 {
-		msg += fmt.Sprintf(" (retry after %s)", e.RetryAfter)
+		fmt.Fprintf(&b, ", retry after %s", e.RetryAfter)
 	}
-	if e.Snippet != "" {
-		msg += ": " + e.Snippet
+	if e.detail != "" {
+		fmt.Fprintf(&b, ": %s", e.detail)
 	}
-	return msg
+	return strings.TrimPrefix(b.String(), ": ")
 }
 
-// DecodeError is a body that is not the JSON the endpoint documents, or one
-// larger than the configured cap.
-type DecodeError struct {
-	Endpoint string
-	Err      error
+func (e *Error) Unwrap() error { return e.err }
+
+// safeCode matches the envelope codes an error may carry.
+var safeCode = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,32}$`)
+
+// envelopeCode returns code when it is safe to show, else "".
+func envelopeCode(code string) string {
+	if safeCode.MatchString(code) {
+		return code
+	}
+	return ""
 }
 
-func (e *DecodeError) Error() string {
-	return fmt.Sprintf("%s: decoding response: %v", e.Endpoint, e.Err)
-}
-func (e *DecodeError) Unwrap() error { return e.Err }
-
-// TimeoutError is a request that ran out of time.
-type TimeoutError struct {
-	Endpoint string
-	Err      error
-}
-
-func (e *TimeoutError) Error() string { return fmt.Sprintf("%s: timeout: %v", e.Endpoint, e.Err) }
-func (e *TimeoutError) Unwrap() error { return e.Err }
-
-// NetworkError is a request that failed below HTTP: connection refused or
-// reset, DNS, TLS.
-type NetworkError struct {
-	Endpoint string
-	Err      error
-}
-
-func (e *NetworkError) Error() string { return fmt.Sprintf("%s: network: %v", e.Endpoint, e.Err) }
-func (e *NetworkError) Unwrap() error { return e.Err }
-
-// AuthError is a failure to obtain a token (for example an unreadable key
-// file). It never carries the key or the token.
-type AuthError struct {
-	Err error
-}
-
-func (e *AuthError) Error() string { return fmt.Sprintf("auth: %v", e.Err) }
-func (e *AuthError) Unwrap() error { return e.Err }
-
-// RateLimitedError is returned without calling the platform while an earlier
-// 429's Retry-After has not expired.
-type RateLimitedError struct {
-	Endpoint string
-	Until    time.Time
-}
-
-func (e *RateLimitedError) Error() string {
-	return fmt.Sprintf("%s: rate limited by the platform until %s", e.Endpoint, e.Until.UTC().Format(time.RFC3339))
-}
-
-// ErrBodyTooLarge is wrapped in a DecodeError when a body exceeds
-// max_response_bytes.
-var ErrBodyTooLarge = errors.New("response body exceeds max_response_bytes")
-
-// Reason classifies an error returned by this package into one of Reasons.
+// Reason classifies an error returned by this package into one of Reasons
+// ("" for nil). An error from elsewhere is a timeout when a deadline ended
+// it, else a network error.
 func Reason(err error) string {
-	var (
-		apiErr  *APIError
-		httpErr *HTTPError
-		rlErr   *RateLimitedError
-		authErr *AuthError
-		tErr    *TimeoutError
-		dErr    *DecodeError
-	)
+	var e *Error
 	switch {
 	case err == nil:
 		return ""
-	case errors.As(err, &rlErr):
-		return ReasonRateLimited
-	case errors.As(err, &authErr):
-		return ReasonAuth
-	case errors.As(err, &httpErr):
-		switch httpErr.StatusCode {
-		case 401, 403:
-			return ReasonAuth
-		case 429:
-			return ReasonRateLimited
-		}
-		return ReasonHTTP
-	case errors.As(err, &apiErr):
-		switch apiErr.Code {
-		case "401", "403":
-			return ReasonAuth
-		case "429":
-			return ReasonRateLimited
-		}
-		return ReasonAPI
-	case errors.As(err, &tErr), errors.Is(err, context.DeadlineExceeded):
+	case errors.As(err, &e):
+		return e.Reason
+	case isTimeout(err):
 		return ReasonTimeout
-	case errors.As(err, &dErr):
-		return ReasonDecode
 	}
 	return ReasonNetwork
 }
 
 // IsNotFound reports whether err is the platform's refusal of an unknown or
-// ended session or conversation (success=false with a 404-like code).
+// ended session or conversation (success=false with code 404).
 func IsNotFound(err error) bool {
-	var apiErr *APIError
-	return errors.As(err, &apiErr) && apiErr.Code == "404"
+	var e *Error
+	return errors.As(err, &e) && e.Reason == ReasonAPI && e.Code == "404"
 }
 
-// classifyTransport wraps an error from http.Client.Do or from reading a
-// body; clean hides secrets in its text.
-func classifyTransport(ctx context.Context, endpoint string, err error, clean func(string) string) error {
-	var ne net.Error
-	timeout := ctx.Err() == context.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
-	err = scrub(err)
-	if msg := clean(err.Error()); msg != err.Error() {
-		err = &cleanedError{msg: msg, err: err}
+func isTimeout(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err)
+}
+
+// transportError classifies an error of sending a request or reading its
+// answer: the cause is kept for errors.Is, its text replaced by a fixed
+// description (a proxy's or a TLS peer's words never reach an error).
+func transportError(err error) *Error {
+	var own *Error
+	if errors.As(err, &own) { // the token round tripper's
+		return own
 	}
-	if timeout {
-		return &TimeoutError{Endpoint: endpoint, Err: err}
+	e := &Error{Reason: ReasonNetwork, err: err}
+	var (
+		dns  *net.DNSError
+		cert *tls.CertificateVerificationError
+		ua   x509.UnknownAuthorityError
+	)
+	switch {
+	case isTimeout(err):
+		e.Reason, e.detail = ReasonTimeout, "deadline exceeded"
+	case errors.Is(err, context.Canceled):
+		e.detail = "canceled"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		e.detail = "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		e.detail = "connection closed by the peer"
+	case errors.As(err, &dns):
+		e.detail = "DNS lookup failed"
+	case errors.As(err, &cert), errors.As(err, &ua):
+		e.detail = "TLS certificate not accepted"
 	}
-	return &NetworkError{Endpoint: endpoint, Err: err}
+	return e
 }
-
-// scrub drops the *url.Error wrapper, whose text repeats the method and the
-// whole request URL: the cause is what an operator needs, and errors stay
-// short and stable.
-func scrub(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) && ue.Err != nil {
-		return ue.Err
-	}
-	return err
-}
-
-// cleanedError shows a cleaned text in place of its cause's, which it
-// still wraps for errors.Is and errors.As.
-type cleanedError struct {
-	msg string
-	err error
-}
-
-func (e *cleanedError) Error() string { return e.msg }
-func (e *cleanedError) Unwrap() error { return e.err }

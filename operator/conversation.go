@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -28,10 +27,8 @@ func runConversationShow(ctx context.Context, env *cli, o conversationShowOption
 	defer pool.Close()
 	conv, err := c.Conversation(ctx, o.id)
 	if err != nil {
-		var apiErr *client.APIError
-		if client.IsNotFound(err) && errors.As(err, &apiErr) {
-			return env.failf(exitNotFound, "conversation %s of app %s: not found: the platform answered code %q: %s",
-				o.id, o.app, apiErr.Code, printable(apiErr.Message, 256))
+		if client.IsNotFound(err) {
+			return env.failf(exitNotFound, "conversation %s of app %s: not found: %s", o.id, o.app, describeError(err))
 		}
 		return env.failf(exitFailed, "fetching conversation %s of app %s: %s", o.id, o.app, describeError(err))
 	}

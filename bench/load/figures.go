@@ -7,15 +7,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
+	promconfig "github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
+
 	"github.com/duix-exporter/duix_exporter/client"
+	"github.com/duix-exporter/duix_exporter/config"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -86,17 +88,14 @@ func heapGrowth(n int) (uint64, int, error) {
 		return 0, 0, err
 	}
 	defer closeFn()
-	u, err := url.Parse(base)
+	cfg := &config.Config{API: config.DefaultAPI, Apps: []config.App{{Name: "heap", AppID: id, AppKey: promconfig.Secret(key)}}}
+	cfg.API.BaseURL, cfg.API.Timeout, cfg.API.MaxResponseBytes = base, model.Duration(time.Minute), 1<<30
+	pool, err := client.NewPool(cfg, client.PoolOptions{})
 	if err != nil {
 		return 0, 0, err
 	}
-	t := &client.Transport{
-		HTTP:             &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2}},
-		BaseURL:          u,
-		Timeout:          time.Minute,
-		MaxResponseBytes: 1 << 30,
-	}
-	c := client.New(t, id, client.NewJWTSource(id, client.StaticKey(key), 0, nil))
+	defer pool.Close()
+	c := pool.Client("heap")
 	count := func(fn func(int)) (int, error) {
 		seen := 0
 		err := c.EachSession(context.Background(), client.SessionOptions{}, func(client.Session) error {
