@@ -1,7 +1,5 @@
-// Package client is a typed client for the digital-human platform's OpenAPI
-// v2: conversation details, concurrency, active sessions and closing one
-// session or all of an app's, with access tokens minted from appId + appKey
-// or given ready-made.
+// Package client calls the platform's OpenAPI v2 for each configured app:
+// concurrency, sessions, conversation details, and closing sessions.
 package client
 
 import (
@@ -9,10 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"maps"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,24 +28,16 @@ const (
 	EndpointStopAll      = "distroyCallSessionsByAppId" // the misspelling is the platform's
 )
 
-// Endpoints lists every endpoint the client calls.
-var Endpoints = []string{EndpointConversation, EndpointConcurrency, EndpointSessions, EndpointStop, EndpointStopAll}
-
 // PoolOptions are the process-wide parts of a Pool.
 type PoolOptions struct {
-	Metrics   *Metrics // instruments every call (nil: none)
-	UserAgent string
-	// Now is the clock of token minting and Retry-After (nil: time.Now).
-	Now func() time.Time
-	// OnSecretFileError (may be nil) is told, for logging, each time a key
-	// or token file that changed is refused; the last good secret stays in
-	// use. Metrics counts these too.
-	OnSecretFileError SecretFileHook
+	Metrics           *Metrics // instruments every call (nil: none)
+	UserAgent         string
+	Now               func() time.Time // the clock of tokens and Retry-After (nil: time.Now)
+	OnSecretFileError SecretFileHook   // told, for logging, of a refused key or token file (nil: none)
 }
 
-// Pool holds one Client per configured app. They share one HTTP client of
-// prometheus/common (TLS, proxy, http_headers, redirects) and its
-// connections.
+// Pool holds one Client per configured app, sharing one HTTP client of
+// prometheus/common (TLS, proxy, http_headers, redirects) and its connections.
 type Pool struct {
 	http     *http.Client
 	base     *url.URL
@@ -58,10 +46,9 @@ type Pool struct {
 	metrics  *Metrics
 	now      func() time.Time
 	clients  map[string]*Client
-
 	mu       sync.Mutex
-	inFlight int  // calls begun and not ended
-	closed   bool // Close was called
+	inFlight int // calls begun and not ended
+	closed   bool
 }
 
 // NewPool builds the clients for every app of cfg. It makes no request.
@@ -75,15 +62,10 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pool{
-		http: hc, base: base, timeout: time.Duration(cfg.API.Timeout), maxBytes: cfg.API.MaxResponseBytes,
-		metrics: opts.Metrics, now: opts.Now, clients: make(map[string]*Client, len(cfg.Apps)),
-	}
+	p := &Pool{http: hc, base: base, timeout: time.Duration(cfg.API.Timeout), maxBytes: cfg.API.MaxResponseBytes,
+		metrics: opts.Metrics, now: opts.Now, clients: make(map[string]*Client, len(cfg.Apps))}
 	if p.now == nil {
 		p.now = time.Now
-	}
-	if p.maxBytes <= 0 {
-		p.maxBytes = config.DefaultMaxResponseBytes
 	}
 	hook := func(kind, path string, err error) {
 		opts.Metrics.secretFileRefused(kind)
@@ -91,33 +73,11 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 			opts.OnSecretFileError(kind, path, err)
 		}
 	}
-	redirect := hc.CheckRedirect
-	if h := cfg.API.HTTPClientConfig.HTTPHeaders; h != nil && slices.ContainsFunc(slices.Collect(maps.Values(h.Headers)),
-		func(h promconfig.Header) bool { return len(h.Secrets)+len(h.Files) > 0 }) {
-		// prometheus/common sends http_headers on every hop: secret ones
-		// are kept home by not leaving it.
-		redirect = func(req *http.Request, via []*http.Request) error {
-			switch {
-			case !sameOrigin(req.URL, base):
-				return http.ErrUseLastResponse
-			case hc.CheckRedirect != nil:
-				return hc.CheckRedirect(req, via)
-			case len(via) >= 10:
-				return errors.New("stopped after 10 redirects")
-			}
-			return nil
-		}
-	}
 	for _, app := range cfg.Apps {
 		tokens := newTokenSource(app, p.now, hook)
-		p.clients[app.Name] = &Client{
-			p: p, name: app.Name, appID: app.AppID, tokens: tokens,
-			appQuery: url.Values{"appId": {app.AppID}}.Encode(),
-			http: &http.Client{
-				Transport:     &tokenRoundTripper{next: hc.Transport, base: base, header: cfg.API.AuthHeader, tokens: tokens},
-				CheckRedirect: redirect,
-			},
-		}
+		rt := &tokenRoundTripper{next: hc.Transport, base: base, header: cfg.API.AuthHeader, tokens: tokens}
+		p.clients[app.Name] = &Client{p: p, name: app.Name, appQuery: url.Values{"appId": {app.AppID}}.Encode(),
+			tokens: tokens, http: &http.Client{Transport: rt, CheckRedirect: hc.CheckRedirect}}
 	}
 	return p, nil
 }
@@ -125,45 +85,31 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 // Client returns the client of the app with that name, or nil.
 func (p *Pool) Client(name string) *Client { return p.clients[name] }
 
-// Close closes the pool's idle connections once its last call in flight
-// has ended (at once when none is). Calls made after Close still work;
-// their connections are closed when they end.
-func (p *Pool) Close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.closed = true
-	if p.inFlight == 0 {
-		p.http.CloseIdleConnections()
-	}
-}
+// Close closes the idle connections once the last call in flight has ended;
+// calls after Close work, their connections closed as they end.
+func (p *Pool) Close() { p.track(0, true) }
 
-func (p *Pool) begin() {
+// track counts the calls in flight; none left after Close closes the idle connections.
+func (p *Pool) track(delta int, closing bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.inFlight++
-}
-
-func (p *Pool) end() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.inFlight--; p.inFlight == 0 && p.closed {
+	p.closed = p.closed || closing
+	if p.inFlight += delta; p.inFlight == 0 && p.closed {
 		p.http.CloseIdleConnections()
 	}
 }
 
 // Client calls the platform on behalf of one app.
 type Client struct {
-	p                     *Pool
-	name, appID, appQuery string
-	tokens                *tokenSource
-	http                  *http.Client
-
-	mu         sync.Mutex
-	retryAfter time.Time
+	p              *Pool
+	name, appQuery string
+	tokens         *tokenSource
+	http           *http.Client
+	mu             sync.Mutex
+	retryAfter     time.Time
 }
 
-// RetryAfter is the time before which the client refuses to call the
-// platform because of an earlier 429 (zero when not rate limited).
+// RetryAfter is when the platform's last 429 allows calls again (zero: now).
 func (c *Client) RetryAfter() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -173,19 +119,18 @@ func (c *Client) RetryAfter() time.Time {
 	return time.Time{}
 }
 
-// backOff records that the platform asked for no calls for d (a minute
-// when it did not say how long).
-func (c *Client) backOff(d time.Duration) {
+// backOff stops calls for d (a minute when not said), and returns it.
+func (c *Client) backOff(d time.Duration) time.Duration {
 	if d <= 0 {
 		d = time.Minute
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.retryAfter = c.p.now().Add(d)
+	return d
 }
 
-// parseRetryAfter reads delay-seconds or an HTTP date, clamped to
-// [0, 1h] before it becomes a duration.
+// parseRetryAfter reads seconds or an HTTP date, clamped to [0, 1h] first.
 func parseRetryAfter(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
 	if n, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
@@ -200,19 +145,17 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// Concurrency returns the app's real-time concurrency status
-// (GET /getconcurrentNumber?appId=).
+// Concurrency returns the app's concurrency status (GET /getconcurrentNumber?appId=).
 func (c *Client) Concurrency(ctx context.Context) (*Concurrency, error) {
 	return getObject[Concurrency](ctx, c, EndpointConcurrency, c.appQuery)
 }
 
-// Conversation returns the details of one conversation
-// (GET /getConversationById?conversationId=).
+// Conversation returns a conversation's details (GET /getConversationById?conversationId=).
 func (c *Client) Conversation(ctx context.Context, id string) (*Conversation, error) {
 	return getObject[Conversation](ctx, c, EndpointConversation, url.Values{"conversationId": {id}}.Encode())
 }
 
-// getObject calls an endpoint whose data is one object; null is an error.
+// getObject calls an endpoint whose data is one object, not null.
 func getObject[T any](ctx context.Context, c *Client, endpoint, query string) (*T, error) {
 	var out *T
 	if _, err := c.call(ctx, endpoint, query, func(dec *json.Decoder) error { return dec.Decode(&out) }); err != nil {
@@ -224,16 +167,13 @@ func getObject[T any](ctx context.Context, c *Client, endpoint, query string) (*
 	return out, nil
 }
 
-// StopSession closes an active session (GET /sessionStop?uuid=). An unknown
-// or ended session is an error for which IsNotFound holds.
+// StopSession closes a session (GET /sessionStop?uuid=); see IsNotFound.
 func (c *Client) StopSession(ctx context.Context, sessionID string) (*StopResult, error) {
 	return c.stop(ctx, EndpointStop, url.Values{"uuid": {sessionID}}.Encode())
 }
 
 // StopAllSessions closes every session of the app
-// (GET /distroyCallSessionsByAppId?appId=). Its data is not documented: it
-// is returned as it came, and only the envelope says whether the call
-// succeeded.
+// (GET /distroyCallSessionsByAppId?appId=); its data is returned as it came.
 func (c *Client) StopAllSessions(ctx context.Context) (*StopResult, error) {
 	return c.stop(ctx, EndpointStopAll, c.appQuery)
 }
@@ -244,34 +184,27 @@ func (c *Client) stop(ctx context.Context, endpoint, query string) (*StopResult,
 	if err != nil {
 		return nil, err
 	}
-	return &StopResult{Code: env.code, Message: env.message, Data: raw}, nil
+	return &StopResult{Code: env.code, Data: raw}, nil
 }
 
-// call makes one GET of endpoint with query and decodes the envelope of
-// the answer, at most max_response_bytes of it, handing the data member to
-// data as it streams past.
+// call makes one GET and decodes at most max_response_bytes of the answer,
+// handing its data member to data as it streams past.
 func (c *Client) call(ctx context.Context, endpoint, query string, data func(*json.Decoder) error) (env envelope, err error) {
 	defer func() {
-		var e *Error
-		if errors.As(err, &e) {
+		if e, ok := err.(*Error); ok {
 			e.Endpoint, e.App = endpoint, c.name
 		}
 	}()
 	if until := c.RetryAfter(); !until.IsZero() {
 		return env, &Error{Reason: ReasonRateLimited, RetryAfter: until.Sub(c.p.now()).Round(time.Second), detail: "no call until the platform's Retry-After"}
 	}
-	c.p.begin()
-	defer c.p.end()
-	if c.p.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.p.timeout)
-		defer cancel()
-	}
-	u := c.p.base.JoinPath(endpoint)
-	u.RawQuery = query
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	c.p.track(1, false)
+	defer c.p.track(-1, false)
+	ctx, cancel := context.WithTimeout(ctx, c.p.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.p.base.JoinPath(endpoint).String()+"?"+query, nil)
 	if err != nil {
-		return env, &Error{Reason: ReasonNetwork, detail: "cannot build the request", err: err}
+		return env, transportError(err)
 	}
 	req.Header.Set("Accept", "application/json")
 	start := time.Now()
@@ -288,49 +221,39 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 		resp.Body.Close()
 		c.p.metrics.observe(endpoint, resp.StatusCode, time.Since(start))
 	}()
-
+	var e *Error
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		e := &Error{Reason: ReasonHTTP, Status: resp.StatusCode}
-		switch resp.StatusCode {
-		case http.StatusUnauthorized, http.StatusForbidden:
-			e.Reason = ReasonAuth
-			c.tokens.refused()
-		case http.StatusTooManyRequests:
-			e.Reason, e.RetryAfter = ReasonRateLimited, parseRetryAfter(resp.Header.Get("Retry-After"), c.p.now())
-			c.backOff(e.RetryAfter)
+		e = &Error{Reason: ReasonHTTP, Status: resp.StatusCode}
+		env.code = strconv.Itoa(resp.StatusCode) // what the status says, as a code
+	} else {
+		tooLarge := &Error{Reason: ReasonDecode, detail: ErrBodyTooLarge.Error(), err: ErrBodyTooLarge}
+		if resp.ContentLength > c.p.maxBytes {
+			return env, tooLarge
 		}
-		return env, e
-	}
-	tooLarge := &Error{Reason: ReasonDecode, detail: ErrBodyTooLarge.Error(), err: ErrBodyTooLarge}
-	if resp.ContentLength > c.p.maxBytes {
-		return env, tooLarge
-	}
-	body := &io.LimitedReader{R: resp.Body, N: c.p.maxBytes + 1}
-	env, err = decodeEnvelope(json.NewDecoder(body), data)
-	switch {
-	case err == nil:
-	case body.N <= 0:
-		return env, tooLarge
-	case ctx.Err() != nil:
-		return env, transportError(ctx.Err())
-	case isDecodeError(err):
-		return env, &Error{Reason: ReasonDecode, detail: "not the JSON the endpoint documents", err: err}
-	default:
-		return env, transportError(err)
-	}
-	if !env.success {
-		e := &Error{Reason: ReasonAPI, Code: envelopeCode(env.code), detail: "success is false"}
-		switch env.code {
-		case "401", "403":
-			e.Reason = ReasonAuth
-			c.tokens.refused()
-		case "429":
-			e.Reason, e.RetryAfter = ReasonRateLimited, time.Minute
-			c.backOff(e.RetryAfter)
+		body := &io.LimitedReader{R: resp.Body, N: c.p.maxBytes + 1}
+		switch env, err = decodeEnvelope(json.NewDecoder(body), data); {
+		case err == nil && env.success:
+			return env, nil
+		case err == nil:
+			e = &Error{Reason: ReasonAPI, Code: safeCode.FindString(env.code), detail: "success is false"}
+		case body.N <= 0:
+			return env, tooLarge
+		case ctx.Err() != nil:
+			return env, transportError(ctx.Err())
+		case isDecodeError(err):
+			return env, &Error{Reason: ReasonDecode, detail: "not the JSON the endpoint documents", err: err}
+		default:
+			return env, transportError(err)
 		}
-		return env, e
 	}
-	return env, nil
+	switch env.code {
+	case "401", "403":
+		e.Reason = ReasonAuth
+		c.tokens.refused()
+	case "429":
+		e.Reason, e.RetryAfter = ReasonRateLimited, c.backOff(parseRetryAfter(resp.Header.Get("Retry-After"), c.p.now()))
+	}
+	return env, e
 }
 
 func isDecodeError(err error) bool {
@@ -341,83 +264,63 @@ func isDecodeError(err error) bool {
 	return errors.As(err, &syntax) || errors.As(err, &typ) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errShape)
 }
 
-// envelope is what the answer says around its data
-// (docs/platform-api.md#envelope).
+// envelope is what an answer says around its data (docs/platform-api.md#envelope).
 type envelope struct {
-	code, message string
-	success       bool
+	code    string
+	success bool
 }
 
-// decodeEnvelope walks the answer's top-level object: code (a string, or a
-// number as it is written), message or msg, success (required; null is
-// false) and data (at most once), handed to data; other members are
-// skipped. Names match in any case, as encoding/json matches fields.
+// decodeEnvelope reads code (string or number), success (required; null is
+// false) and data (once, handed to data), names in any case as encoding/json.
 func decodeEnvelope(dec *json.Decoder, data func(*json.Decoder) error) (env envelope, err error) {
-	defer func() {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-	}()
 	dec.UseNumber()
-	if tok, err := dec.Token(); err != nil {
-		return env, err
-	} else if tok != json.Delim('{') {
-		return env, errShape
+	tok, err := dec.Token()
+	if err == nil && tok != json.Delim('{') {
+		err = errShape
 	}
 	var hasSuccess, hasData bool
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return env, err
+	for err == nil && dec.More() {
+		if tok, err = dec.Token(); err != nil {
+			break
 		}
 		name, _ := tok.(string)
-		switch name = strings.ToLower(name); name {
-		case "data":
+		if name = strings.ToLower(name); name == "data" {
 			if hasData {
 				return env, errShape
 			}
-			hasData = true
-			err = data(dec)
-		default:
-			if tok, err = dec.Token(); err != nil {
-				return env, err
+			hasData, err = true, data(dec)
+			continue
+		}
+		if tok, err = dec.Token(); err != nil {
+			break
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			if err = skipRest(dec); name == "code" || name == "success" {
+				err = errShape
 			}
-			switch v := tok.(type) {
-			case json.Delim:
-				if name == "code" || name == "success" {
-					return env, errShape
-				}
-				err = skipRest(dec)
-			case string:
-				switch {
-				case name == "code":
-					env.code = v
-				case name == "message" || name == "msg" && env.message == "":
-					env.message = v
-				}
-			case json.Number:
-				if name == "code" {
-					env.code = v.String()
-				}
-			case bool:
-				if name == "success" {
-					env.success, hasSuccess = v, true
-				}
-			case nil:
-				if name == "success" {
-					env.success, hasSuccess = false, true
-				}
+		case string:
+			if name == "code" {
+				env.code = v
+			}
+		case json.Number:
+			if name == "code" {
+				env.code = v.String()
+			}
+		case bool, nil:
+			if name == "success" {
+				env.success, hasSuccess = v == true, true
 			}
 		}
-		if err != nil {
-			return env, err
-		}
 	}
-	if _, err := dec.Token(); err != nil { // '}'
-		return env, err
+	if err == nil {
+		_, err = dec.Token() // '}'
 	}
-	if !hasSuccess {
-		return env, errShape
+	if err == nil && !hasSuccess {
+		err = errShape
 	}
-	return env, nil
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return env, err
 }

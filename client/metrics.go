@@ -2,21 +2,20 @@ package client
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics instruments the requests made to the platform. Create it once per
-// process and share it between every app's client.
+// Metrics instruments the calls to the platform, once per process.
 type Metrics struct {
 	requests         *prometheus.CounterVec
 	duration         *prometheus.HistogramVec
 	secretFileErrors *prometheus.CounterVec
 }
 
-// NewMetrics creates the client metrics and registers them with reg (if not
-// nil).
+// NewMetrics creates the client metrics and registers them with reg (if not nil).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -57,23 +56,18 @@ func (m *Metrics) observe(endpoint string, status int, d time.Duration) {
 	m.duration.WithLabelValues(endpoint).Observe(d.Seconds())
 }
 
-// commonStatuses are kept as they are in duix_api_requests_total; any other
-// is counted by its class, so that odd statuses cannot create series
-// without bound.
-var commonStatuses = map[int]bool{
-	200: true, 204: true, 301: true, 302: true, 304: true, 307: true, 308: true,
-	400: true, 401: true, 403: true, 404: true, 405: true, 408: true, 413: true, 429: true,
-	500: true, 501: true, 502: true, 503: true, 504: true,
-}
+// commonStatuses are counted as they are, any other by its class: odd
+// statuses cannot create series without bound.
+const commonStatuses = " 200 204 301 302 304 307 308 400 401 403 404 405 408 413 429 500 501 502 503 504 "
 
 func statusLabel(status int) string {
-	switch {
+	switch s := strconv.Itoa(status); {
 	case status == 0:
 		return "error"
-	case commonStatuses[status]:
-		return strconv.Itoa(status)
+	case strings.Contains(commonStatuses, " "+s+" "):
+		return s
 	case status >= 100 && status < 600:
-		return strconv.Itoa(status/100) + "xx"
+		return s[:1] + "xx"
 	}
 	return "other"
 }

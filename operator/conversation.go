@@ -89,7 +89,7 @@ func writeConversation(w io.Writer, app string, c *client.Conversation) {
 	t.section("Persona")
 	t.field("name", p.Name)
 	t.field("nickname", p.NickName)
-	t.field("gender", p.Gender)
+	t.field("gender", name(int(p.Gender), "unknown", "", "male", "female"))
 	t.field("age", p.Age)
 	t.field("height", p.Height)
 	t.field("weight", p.Weight)
@@ -100,7 +100,7 @@ func writeConversation(w io.Writer, app string, c *client.Conversation) {
 	t.section("Avatar model")
 	t.field("name", d.ModelName)
 	t.field("model ID", d.ModelID)
-	t.field("type", fmt.Sprintf("%s (modelIdType %d)", d.ModelIDType, int(d.ModelIDType)))
+	t.field("type", fmt.Sprintf("%s (modelIdType %d)", name(int(d.ModelIDType), "unknown", "cloud", "local"), int(d.ModelIDType)))
 	t.field("proportion", d.Proportion)
 	t.field("video size", fmt.Sprintf("%dx%d", d.VideoWidth, d.VideoHeight))
 	t.field("human", fmt.Sprintf("%s, %dx%d at (%d, %d)", orDash(d.HumanProportion), d.HumanWidth, d.HumanHeight, d.HumanX, d.HumanY))
@@ -149,6 +149,18 @@ func writeConversation(w io.Writer, app string, c *client.Conversation) {
 	}
 }
 
+// scriptTypeNames name the script types of docs/platform-api.md, in order.
+var scriptTypeNames = []string{"wake-up word", "opening line", "waiting phrase", "unknown question",
+	"farewell", "interruption", "interruption sentence", "guiding phrase"}
+
+// name is names[v], or unknown when v has none.
+func name(v int, unknown string, names ...string) string {
+	if v < 0 || v >= len(names) || names[v] == "" {
+		return unknown
+	}
+	return names[v]
+}
+
 type scriptGroup struct {
 	name    string
 	scripts []client.ScriptEntry
@@ -162,9 +174,10 @@ func groupScripts(scripts []client.ScriptEntry) []scriptGroup {
 		byType[s.ScriptType] = append(byType[s.ScriptType], s)
 	}
 	var groups []scriptGroup
-	for _, typ := range client.ScriptTypes {
+	for i, n := range scriptTypeNames {
+		typ := client.ScriptType(i)
 		if list := byType[typ]; len(list) > 0 {
-			groups = append(groups, scriptGroup{name: typ.String(), scripts: list})
+			groups = append(groups, scriptGroup{name: n, scripts: list})
 			delete(byType, typ)
 		}
 	}

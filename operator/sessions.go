@@ -211,8 +211,8 @@ func runSessionsStop(ctx context.Context, env *cli, o sessionsStopOptions) int {
 	if len(res.Data) > 0 {
 		data = printable(jsonCompact(res.Data), 256)
 	}
-	fmt.Fprintf(env.stdout, "stopped session %s of app %s: the platform answered code %q, message %q, data %s\n",
-		o.session, o.app, printable(res.Code, 64), printable(res.Message, 256), data)
+	fmt.Fprintf(env.stdout, "stopped session %s of app %s: the platform answered code %q, data %s\n",
+		o.session, o.app, printable(res.Code, 64), data)
 	return exitOK
 }
 

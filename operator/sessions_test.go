@@ -103,7 +103,7 @@ func TestSessionsStop(t *testing.T) {
 	victim := p.sim.Sessions(app)[3]
 	res := p.run(t, nil, "sessions", "stop", "--app=sales-avatar", "--session="+victim.ID, "--yes")
 	require.Equal(t, exitOK, res.code)
-	assert.Equal(t, "stopped session "+victim.ID+` of app sales-avatar: the platform answered code "200", message "", data true`+"\n", res.stdout)
+	assert.Equal(t, "stopped session "+victim.ID+` of app sales-avatar: the platform answered code "200", data true`+"\n", res.stdout)
 	assert.Equal(t, 7, p.sim.InUse(app), "the slot is free")
 	for _, s := range p.sim.Sessions(app) {
 		assert.NotEqual(t, victim.ID, s.ID)

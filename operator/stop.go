@@ -173,7 +173,7 @@ func runStopAll(ctx context.Context, env *cli, o sessionsStopOptions) int {
 	if len(res.Data) > 0 {
 		data = printable(jsonCompact(res.Data), 256)
 	}
-	fmt.Fprintf(env.stdout, "closed every session of app %s: the platform answered code %q, message %q, data %s\n",
-		o.app, printable(res.Code, 64), printable(res.Message, 256), data)
+	fmt.Fprintf(env.stdout, "closed every session of app %s: the platform answered code %q, data %s\n",
+		o.app, printable(res.Code, 64), data)
 	return exitOK
 }
