@@ -488,3 +488,31 @@ func TestKeyAndTokenFilesAreReadAgainWhenTheyChange(t *testing.T) {
 	_, err = p.Client("never").Concurrency(context.Background())
 	assert.Equal(t, client.ReasonAuth, client.Reason(err))
 }
+
+// After a refusal the key file is read again even when it looks unchanged
+// (rewritten in place within the same second, size and all).
+func TestARefusalReadsTheKeyFileAgain(t *testing.T) {
+	f := newFixture(t, config.AuthHeaderAuthorization)
+	path := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(path, []byte(appKey), 0o600))
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	f.cfg.Apps[0] = config.App{Name: "a", AppID: appID, AppKeyFile: path}
+	c := f.client(t)
+	_, err = c.Concurrency(context.Background())
+	require.NoError(t, err)
+
+	rotated := strings.ToUpper(appKey) // as long as the old one
+	f.sim.AddApp(simulator.App{ID: appID, Key: rotated, CorpID: "corp-7", Allowance: 10})
+	fd, err := os.OpenFile(path, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = fd.WriteAt([]byte(rotated), 0)
+	require.NoError(t, err)
+	require.NoError(t, fd.Close())
+	require.NoError(t, os.Chtimes(path, st.ModTime(), st.ModTime()))
+
+	_, err = c.Concurrency(context.Background())
+	assert.Equal(t, client.ReasonAuth, client.Reason(err), "the old key is refused")
+	_, err = c.Concurrency(context.Background())
+	assert.NoError(t, err, "the file was read again after the refusal")
+}
