@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -115,12 +114,8 @@ func checkConfig(path string) int {
 		fmt.Fprintf(os.Stderr, "FAILED: %s: %v\n", path, err)
 		return 1
 	}
-	// A call holds at most api.max_response_bytes of answer, and
-	// api.max_concurrency calls run at once: that must fit in half the
-	// memory limit (GOMEMLIMIT), the rest being the exporter's own.
-	if limit, need := debug.SetMemoryLimit(-1), int64(cfg.API.MaxConcurrency)*cfg.API.MaxResponseBytes; need > limit/2 {
-		fmt.Fprintf(os.Stderr, "FAILED: %s: api.max_concurrency x api.max_response_bytes is %d MiB, more than half the memory limit GOMEMLIMIT (%d MiB): lower one of them\n",
-			path, need>>20, limit>>20)
+	if limit, source := config.MemoryLimit(); cfg.CheckMemory(limit) != nil {
+		fmt.Fprintf(os.Stderr, "FAILED: %s: %v (%s)\n", path, cfg.CheckMemory(limit), source)
 		return 1
 	}
 	fmt.Printf("SUCCESS: %s is valid: %d app(s)\n", path, len(cfg.Apps))

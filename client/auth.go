@@ -2,11 +2,12 @@ package client
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,310 +16,176 @@ import (
 	"github.com/duix-exporter/duix_exporter/config"
 )
 
-// tokenHeader is the header that carries the token when the header style is
-// config.AuthHeaderToken (docs/platform-api.md#authentication).
-const tokenHeader = "token"
-
-// TokenSource yields the access token to send with a request.
-type TokenSource interface {
-	Token(ctx context.Context) (string, error)
-}
-
-// StaticToken is a ready-made access token given inline.
-type StaticToken string
-
-// Token implements TokenSource.
-func (t StaticToken) Token(context.Context) (string, error) {
-	if t == "" {
-		return "", &AuthError{Err: errors.New("token is empty")}
-	}
-	return string(t), nil
-}
-
-// Kinds of secret file, the kind label of
-// duix_exporter_secret_file_errors_total.
+// Kinds of secret file, the kind label of duix_exporter_secret_file_errors_total.
 const (
 	SecretKey   = "key"
 	SecretToken = "token"
 )
 
-// SecretFileHook is told each time a key or token file that changed is
-// refused (not a regular file, too large, empty, unreadable, gone): kind is
-// SecretKey or SecretToken. The last good secret stays in use. err names
-// the file, never its content.
+// SecretFileHook is told when a changed key or token file is refused (not a
+// regular file, over 64 KiB, empty, unreadable, gone); err never holds its content.
 type SecretFileHook func(kind, path string, err error)
 
-// secretFile reads a small secret from a file and reads it again when the
-// file changes, so that a rotated token or key is picked up without a
-// restart: it looks for a change at most once every secretFileRecheck,
-// and at the next use after the platform refused the credentials.
-// Every read is as careful as the first (see readSecretFile); a changed
-// file that is refused leaves the last good secret in use.
+// secretFile is a key or token file, read again when it changed or was
+// refused by the platform; a bad one is reported once, the last good kept.
 type secretFile struct {
-	path    string
-	kind    string
-	hook    SecretFileHook
-	recheck time.Duration
-
-	mu      sync.Mutex
-	info    fileState // of the file the value was read from
-	checked time.Time // when the file was last looked at
-	value   []byte
-	refused string // the state last refused, so that it is reported once
+	path, kind   string
+	hook         SecretFileHook
+	value        []byte
+	good, bad    os.FileInfo // the file value was read from; the last refused
+	gone, reread bool        // the last refused was gone; read even if unchanged
 }
 
-// secretFileRecheck is how often a secret file is looked at for a change
-// (a stat). Looking at every call cost about 4% of the exporter's CPU per
-// scrape in `make load`, and once a second still 3% (each app's file once
-// per scrape). A key the platform no longer accepts is refused at once,
-// and the file looked at again then (lookAgain).
-var secretFileRecheck = time.Minute
-
-func newSecretFile(path, kind string, hook SecretFileHook) secretFile {
-	return secretFile{path: path, kind: kind, hook: hook, recheck: secretFileRecheck}
+func unchanged(a, b os.FileInfo) bool {
+	return a != nil && b != nil && os.SameFile(a, b) && a.Size() == b.Size() && a.Mode() == b.Mode() && a.ModTime().Equal(b.ModTime())
 }
 
-// maxSecretFile bounds what is read from a token or key file.
-const maxSecretFile = 64 << 10
-
-// read returns the secret and whether it changed since the last read. It
-// fails only when no good secret was ever read.
+// read returns the secret (nil while none was good) and whether it changed.
 func (f *secretFile) read() ([]byte, bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.value != nil {
-		now := time.Now()
-		if now.Sub(f.checked) < f.recheck {
-			return f.value, false, nil
-		}
-		f.checked = now
-		if st, err := os.Stat(f.path); err == nil && sameFile(st, f.info) {
-			return f.value, false, nil
-		}
+	st, _ := os.Stat(f.path)
+	told := unchanged(st, f.bad) || st == nil && f.gone // refused as it is now
+	if f.value != nil && (told || !f.reread && unchanged(st, f.good)) {
+		return f.value, false, nil
 	}
-	b, st, err := readSecretFile(f.path)
+	f.reread = false
+	b, err := readSecretFile(f.path)
 	if err != nil {
-		f.refuse(err)
-		if f.value != nil {
-			return f.value, false, nil
+		if !told {
+			f.hook(f.kind, f.path, err)
 		}
-		return nil, false, err
+		f.bad, f.gone = st, st == nil
+		return f.value, false, err
 	}
-	f.refused = ""
 	changed := !bytes.Equal(b, f.value)
-	f.value, f.info, f.checked = b, stateOf(st), time.Now()
+	f.value, f.good, f.bad, f.gone = b, st, nil, false
 	return b, changed, nil
 }
 
-// lookAgain makes the next read look at the file.
-func (f *secretFile) lookAgain() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.checked = time.Time{}
+// readSecretFile reads a regular file (opened without blocking, so that a
+// FIFO cannot hang the caller) of at most 64 KiB, not empty once trimmed.
+func readSecretFile(path string) ([]byte, error) {
+	const maxBytes = 64 << 10
+	fd, _, err := config.OpenSecretFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fd.Close()
+	b, err := io.ReadAll(io.LimitReader(fd, maxBytes+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reading %s failed", path)
+	case len(b) > maxBytes:
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxBytes)
+	case len(bytes.TrimSpace(b)) == 0:
+		return nil, fmt.Errorf("%s is empty", path)
+	}
+	return bytes.TrimSpace(b), nil
 }
 
-// refuse reports a refused file once for each state it is found in.
-func (f *secretFile) refuse(err error) {
-	state := err.Error()
-	if st, serr := os.Stat(f.path); serr == nil {
-		state += fmt.Sprintf("|%v|%d|%d", st.Mode(), st.Size(), st.ModTime().UnixNano())
-	}
-	if state == f.refused {
-		return
-	}
-	f.refused = state
-	if f.hook != nil {
-		f.hook(f.kind, f.path, err)
-	}
+// tokenSource gives an app's token: a JWT (HS256; appId, iat, exp) minted
+// from its key, renewed a fifth of its lifetime (at most 5m) before expiry
+// and after the platform refused it; or a ready-made token.
+type tokenSource struct {
+	appID string
+	ttl   time.Duration
+	now   func() time.Time
+	mint  bool
+	fixed []byte      // app_key or token
+	file  *secretFile // app_key_file or token_file, else nil
+
+	mu      sync.Mutex
+	token   string
+	renewAt time.Time
 }
 
-// fileState is what tells the file a secret was read from, unchanged,
-// from another or a changed one: its device and inode, size and
-// modification time. The os.FileInfo it replaces held the whole stat
-// record, 1 MB of live heap at 5000 apps with key files.
-type fileState struct {
-	dev, ino    uint64
-	size, mtime int64
-	// info is kept only where the system has no device and inode
-	// (fileIdentity fails), for os.SameFile.
-	info os.FileInfo
-}
-
-func stateOf(st os.FileInfo) fileState {
-	s := fileState{size: st.Size(), mtime: st.ModTime().UnixNano()}
-	var ok bool
-	if s.dev, s.ino, ok = fileIdentity(st); !ok {
-		s.info = st
+func newTokenSource(app config.App, now func() time.Time, hook SecretFileHook) *tokenSource {
+	s := &tokenSource{appID: app.AppID, ttl: time.Duration(app.TokenTTL), now: now, mint: app.UsesKey(), fixed: []byte(app.AppKey + app.Token)}
+	if s.ttl <= 0 {
+		s.ttl = time.Duration(config.DefaultTokenTTL)
+	}
+	if app.AppKeyFile != "" {
+		s.file = &secretFile{path: app.AppKeyFile, kind: SecretKey, hook: hook}
+	} else if app.TokenFile != "" {
+		s.file = &secretFile{path: app.TokenFile, kind: SecretToken, hook: hook}
 	}
 	return s
 }
 
-// sameFile reports whether st is the file last read, unchanged.
-func sameFile(st os.FileInfo, last fileState) bool {
-	now := stateOf(st)
-	if now.size != last.size || now.mtime != last.mtime {
-		return false
-	}
-	if last.info != nil || now.info != nil {
-		return last.info != nil && now.info != nil && os.SameFile(st, last.info)
-	}
-	return now.dev == last.dev && now.ino == last.ino
-}
-
-// readSecretFile reads a secret: the file must be a regular file (after
-// symbolic links) of at most maxSecretFile bytes, not empty once white
-// space is trimmed. It is opened without blocking, so that a FIFO put in
-// its place cannot hang the caller, and checked again once open, so that
-// it cannot be swapped between the check and the read.
-func readSecretFile(path string) ([]byte, os.FileInfo, error) {
-	fd, st, err := config.OpenSecretFile(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer fd.Close()
-	if st.Size() > maxSecretFile {
-		return nil, nil, fmt.Errorf("%s: larger than %d bytes", path, maxSecretFile)
-	}
-	b, err := io.ReadAll(io.LimitReader(fd, maxSecretFile+1))
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", path, errors.Unwrap(err))
-	}
-	if len(b) > maxSecretFile {
-		return nil, nil, fmt.Errorf("%s: larger than %d bytes", path, maxSecretFile)
-	}
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return nil, nil, fmt.Errorf("%s is empty", path)
-	}
-	return bytes.Clone(b), st, nil // without the spare capacity of the read
-}
-
-// FileToken is a ready-made access token kept in a file, read again when
-// the file changes.
-type FileToken struct{ f secretFile }
-
-// NewFileToken returns a TokenSource reading path; hook (may be nil) is
-// told when a changed file is refused.
-func NewFileToken(path string, hook SecretFileHook) *FileToken {
-	return &FileToken{f: newSecretFile(path, SecretToken, hook)}
-}
-
-// Token implements TokenSource.
-func (t *FileToken) Token(context.Context) (string, error) {
-	b, _, err := t.f.read()
-	if err != nil {
-		return "", &AuthError{Err: err}
-	}
-	return string(b), nil
-}
-
-// KeySource yields an app's secret appKey and whether it changed since the
-// previous call.
-type KeySource interface {
-	Key() (key []byte, changed bool, err error)
-}
-
-// StaticKey is an appKey given inline.
-type StaticKey string
-
-// Key implements KeySource.
-func (k StaticKey) Key() ([]byte, bool, error) {
-	if k == "" {
-		return nil, false, errors.New("app_key is empty")
-	}
-	return []byte(k), false, nil
-}
-
-// FileKey is an appKey kept in a file, read again when the file changes.
-type FileKey struct{ f secretFile }
-
-// NewFileKey returns a KeySource reading path; hook (may be nil) is told
-// when a changed file is refused.
-func NewFileKey(path string, hook SecretFileHook) *FileKey {
-	return &FileKey{f: newSecretFile(path, SecretKey, hook)}
-}
-
-// Key implements KeySource.
-func (k *FileKey) Key() ([]byte, bool, error) { return k.f.read() }
-
-// JWTSource mints access tokens the way the platform documents: a JWT signed
-// with HS256 using the appKey, with the claims appId, iat and exp. A token is
-// reused until it is within its renewal margin of expiry, then a new one is
-// minted. It is safe for concurrent use.
-type JWTSource struct {
-	appID string
-	key   KeySource
-	ttl   time.Duration
-	now   func() time.Time
-
-	mu      sync.Mutex
-	token   string
-	expiry  time.Time
-	lastKey []byte
-}
-
-// NewJWTSource returns a TokenSource minting tokens for appID. A zero ttl
-// means config.DefaultTokenTTL; a nil now means time.Now.
-func NewJWTSource(appID string, key KeySource, ttl time.Duration, now func() time.Time) *JWTSource {
-	if ttl <= 0 {
-		ttl = time.Duration(config.DefaultTokenTTL)
-	}
-	if now == nil {
-		now = time.Now
-	}
-	return &JWTSource{appID: appID, key: key, ttl: ttl, now: now}
-}
-
-// renewMargin is how long before expiry a token is replaced: a fifth of its
-// lifetime, at most five minutes, so a token never expires in flight.
-func (s *JWTSource) renewMargin() time.Duration {
-	return min(s.ttl/5, 5*time.Minute)
-}
-
-// refusable is a token source told when the platform refused its
-// credentials, so that it reads its file again before the next call.
-type refusable interface{ refused() }
-
-func (t *FileToken) refused() { t.f.lookAgain() }
-
-func (s *JWTSource) refused() {
-	if k, ok := s.key.(*FileKey); ok {
-		k.f.lookAgain()
-	}
-}
-
-// keyed is a token source that signs with a key, which must be kept out of
-// errors as well as its tokens.
-type keyed interface{ signingKey() string }
-
-// signingKey returns the key the last token was signed with.
-func (s *JWTSource) signingKey() string {
+func (s *tokenSource) get() (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return string(s.lastKey)
+	secret, changed := s.fixed, false
+	if s.file != nil {
+		var err error
+		if secret, changed, err = s.file.read(); secret == nil {
+			return "", &Error{Reason: ReasonAuth, detail: "no usable " + s.file.kind + " file", err: err}
+		}
+	}
+	switch now := s.now(); {
+	case len(secret) == 0:
+		return "", &Error{Reason: ReasonAuth, detail: "no credential"}
+	case !s.mint:
+		return string(secret), nil
+	case s.token == "" || changed || !now.Before(s.renewAt):
+		exp := now.Add(s.ttl)
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"appId": s.appID, "iat": now.Unix(), "exp": exp.Unix()}).SignedString(secret)
+		if err != nil {
+			return "", &Error{Reason: ReasonAuth, detail: "signing the token failed"}
+		}
+		s.token, s.renewAt = tok, exp.Add(-min(s.ttl/5, 5*time.Minute))
+	}
+	return s.token, nil
 }
 
-// Token implements TokenSource.
-func (s *JWTSource) Token(context.Context) (string, error) {
-	key, changed, err := s.key.Key()
-	if err != nil {
-		return "", &AuthError{Err: err}
-	}
+// refused makes the next call mint a new token, reading the file again.
+func (s *tokenSource) refused() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
-	if s.token != "" && !changed && now.Before(s.expiry.Add(-s.renewMargin())) {
-		return s.token, nil
+	s.token = ""
+	if s.file != nil {
+		s.file.reread = true
 	}
-	exp := now.Add(s.ttl)
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
-		"appId": s.appID,
-		"iat":   now.Unix(),
-		"exp":   exp.Unix(),
-	}).SignedString(key)
+}
+
+// tokenRoundTripper adds the token (Authorization: Bearer, or token) to
+// requests for the base URL's origin only, none after a redirect elsewhere:
+// net/http drops Authorization only for another host, and token never.
+type tokenRoundTripper struct {
+	next   http.RoundTripper
+	base   *url.URL
+	header string
+	tokens *tokenSource
+}
+
+func (rt *tokenRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	for r := req; r != nil; r = r.Response.Request {
+		if !sameOrigin(r.URL, rt.base) {
+			return rt.next.RoundTrip(req)
+		}
+		if r.Response == nil {
+			break
+		}
+	}
+	tok, err := rt.tokens.get()
 	if err != nil {
-		return "", &AuthError{Err: errors.New("signing the access token failed")}
+		return nil, err
 	}
-	s.token, s.expiry, s.lastKey = tok, exp, key
-	return tok, nil
+	req = req.Clone(req.Context())
+	if rt.header == config.AuthHeaderToken {
+		req.Header.Set("token", tok)
+	} else {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	return rt.next.RoundTrip(req)
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port.
+func sameOrigin(a, b *url.URL) bool {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		return map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }

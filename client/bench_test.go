@@ -7,8 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duix-exporter/duix_exporter/client"
+	"github.com/duix-exporter/duix_exporter/config"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -32,14 +33,16 @@ func sessionList(tb testing.TB, n int) *simulator.Simulator {
 	return sim
 }
 
-// clientFor returns a client of the app at base through hc, accepting
-// bodies of any size.
-func clientFor(tb testing.TB, base string, hc *http.Client) *client.Client {
+// clientFor returns a client of the app at base, accepting answers of up
+// to maxBytes.
+func clientFor(tb testing.TB, base string, maxBytes int64) *client.Client {
 	tb.Helper()
-	u, err := url.Parse(base + simulator.BasePath)
+	cfg := &config.Config{API: config.DefaultAPI, Apps: []config.App{{Name: "a", AppID: appID, AppKey: appKey}}}
+	cfg.API.BaseURL, cfg.API.MaxResponseBytes = base+simulator.BasePath, maxBytes
+	p, err := client.NewPool(cfg, client.PoolOptions{})
 	require.NoError(tb, err)
-	t := &client.Transport{HTTP: hc, BaseURL: u, Timeout: time.Minute, MaxResponseBytes: 1 << 30}
-	return client.New(t, appID, client.NewJWTSource(appID, client.StaticKey(appKey), 0, nil))
+	tb.Cleanup(p.Close)
+	return p.Client("a")
 }
 
 func countSessions(c *client.Client, each func(seen int)) (int, error) {
@@ -52,23 +55,9 @@ func countSessions(c *client.Client, each func(seen int)) (int, error) {
 	return seen, err
 }
 
-// replay answers every request with the same recorded response.
-type replay struct {
-	header http.Header
-	body   []byte
-}
-
-func (r *replay) RoundTrip(req *http.Request) (*http.Response, error) {
-	return &http.Response{
-		StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: r.header, Body: io.NopCloser(bytes.NewReader(r.body)), ContentLength: int64(len(r.body)), Request: req,
-	}, nil
-}
-
 // BenchmarkSessionListDecoding counts session lists of 10, 10 000 and
 // 100 000 entries through the real client (envelope, streaming decoder,
-// callback), decoding the simulator's bytes replayed from memory so that
-// only decoding is measured.
+// callback), the simulator's answer replayed from memory on loopback.
 func BenchmarkSessionListDecoding(b *testing.B) {
 	for _, n := range []int{10, 10_000, 100_000} {
 		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
@@ -80,7 +69,9 @@ func BenchmarkSessionListDecoding(b *testing.B) {
 			rec := httptest.NewRecorder()
 			sim.ServeHTTP(rec, req)
 			require.Equal(b, http.StatusOK, rec.Code)
-			c := clientFor(b, "http://platform.invalid", &http.Client{Transport: &replay{header: rec.Header(), body: rec.Body.Bytes()}})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(rec.Body.Bytes()) }))
+			b.Cleanup(srv.Close)
+			c := clientFor(b, srv.URL, 1<<30)
 
 			b.SetBytes(int64(rec.Body.Len()))
 			b.ReportAllocs()
@@ -94,17 +85,17 @@ func BenchmarkSessionListDecoding(b *testing.B) {
 	}
 }
 
-// TestCountingALongSessionListKeepsTheHeapFlat counts a 100 000-entry list
-// (about 18 MB of JSON) through the real client against the simulator on
+// TestCountingALongSessionListKeepsTheHeapFlat counts a 20 000-entry list
+// (about 3.6 MB of JSON) through the real client against the simulator on
 // loopback, and checks that the live heap never grows by 1 MiB: the list is
 // streamed, never held. The live heap is measured after a collection every
-// 10 000 entries and at the end, against the heap before the call; the
+// 2 000 entries and at the end, against the heap before the call; the
 // simulator's own copy of the list and the connection exist before.
 func TestCountingALongSessionListKeepsTheHeapFlat(t *testing.T) {
-	const n = 100_000
+	const n = 20_000
 	srv := httptest.NewServer(sessionList(t, n))
 	t.Cleanup(srv.Close)
-	c := clientFor(t, srv.URL, srv.Client())
+	c := clientFor(t, srv.URL, 1<<30)
 	got, err := countSessions(c, func(int) {}) // the simulator's snapshot of the list, the connection
 	require.NoError(t, err)
 	require.Equal(t, n, got)
@@ -112,14 +103,13 @@ func TestCountingALongSessionListKeepsTheHeapFlat(t *testing.T) {
 	var ms runtime.MemStats
 	live := func() int64 {
 		runtime.GC()
-		runtime.GC() // a second time, to free what sync.Pools held too
 		runtime.ReadMemStats(&ms)
 		return int64(ms.HeapAlloc)
 	}
 	before := live()
 	var growth int64
 	got, err = countSessions(c, func(seen int) {
-		if seen%10_000 == 0 {
+		if seen%2_000 == 0 {
 			growth = max(growth, live()-before)
 		}
 	})
@@ -128,4 +118,72 @@ func TestCountingALongSessionListKeepsTheHeapFlat(t *testing.T) {
 	require.Equal(t, n, got)
 	t.Logf("live heap growth while counting %d sessions: %d bytes", n, growth)
 	assert.Less(t, growth, int64(1<<20), "the list is streamed, never held")
+}
+
+// endless answers an endless JSON document whose start is prefix.
+func endless(prefix string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, prefix)
+		chunk := bytes.Repeat([]byte("x"), 32<<10)
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// The memory a call holds is bounded by max_response_bytes: whatever the
+// platform sends, decoding allocates at most config.DecodeFactor times
+// max_response_bytes (the sizing rule of config.API.MemoryNeeded). The
+// worst case is one long value, which encoding/json buffers whole, endless
+// or decoded; every allocation is counted, garbage included, so the figure
+// bounds the peak from above.
+func TestACallAllocatesAtMostDecodeFactorTimesMaxResponseBytes(t *testing.T) {
+	const limit = 2 << 20
+	for _, tc := range []struct{ name, prefix, suffix string }{
+		{"message", `{"success":true,"message":"`, ""},
+		{"other member", `{"success":true,"extra":["`, ""},
+		{"concurrency", `{"success":true,"data":{"cropId":"`, ""},
+		{"conversation", `{"success":true,"data":{"id":"1","conversationName":"`, ""},
+		{"session", `{"success":true,"data":[{"uuid":"`, ""},
+		{"session list", `{"success":true,"data":{"list":[{"other":"`, ""},
+		{"whole conversation", `{"success":true,"data":{"id":"1","conversationName":"`, `"}}`},
+		{"whole session", `{"success":true,"data":[{"uuid":"`, `"}]}`},
+		{"whole session by ID", `{"success":true,"data":["`, `"]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := endless(tc.prefix)
+			if tc.suffix != "" {
+				body := tc.prefix + strings.Repeat("x", limit-len(tc.prefix)-len(tc.suffix)) + tc.suffix
+				h = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, body) })
+			}
+			srv := httptest.NewServer(h)
+			t.Cleanup(srv.Close)
+			c := clientFor(t, srv.URL, limit)
+			var ms runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			before := ms.TotalAlloc
+			var err error
+			switch {
+			case strings.Contains(tc.name, "session"):
+				_, err = allSessions(c)
+			case strings.Contains(tc.name, "conversation"):
+				_, err = c.Conversation(context.Background(), "1")
+			default:
+				_, err = c.Concurrency(context.Background())
+			}
+			runtime.ReadMemStats(&ms)
+			allocated := ms.TotalAlloc - before
+			if tc.suffix == "" {
+				assert.ErrorIs(t, err, client.ErrBodyTooLarge)
+				assert.Equal(t, client.ReasonDecode, client.Reason(err))
+			} else {
+				assert.NoError(t, err, "an answer of max_response_bytes is read")
+			}
+			t.Logf("%s: %.2f x max_response_bytes allocated", tc.name, float64(allocated)/limit)
+			assert.LessOrEqual(t, allocated, uint64(config.DecodeFactor*limit))
+		})
+	}
 }

@@ -5,9 +5,8 @@ import (
 	"time"
 )
 
-// Conversation is the data object of the conversation-details response
-// (docs/platform-api.md#conversation). Objects whose shape the platform
-// does not document are kept raw; nullable fields are pointers.
+// Conversation is a conversation's details (docs/platform-api.md#conversation);
+// undocumented objects are kept raw, nullable fields are pointers.
 type Conversation struct {
 	ID                    string            `json:"id"`
 	ConversationName      string            `json:"conversationName"`
@@ -31,32 +30,12 @@ type Conversation struct {
 	ScriptDtoList         []ScriptEntry     `json:"scriptDtoList"`
 }
 
-// Gender of a persona (docs/platform-api.md#persona-conversationinfodto).
-type Gender int
-
-// Genders named by docs/platform-api.md#persona-conversationinfodto.
-const (
-	GenderMale   Gender = 1
-	GenderFemale Gender = 2
-)
-
-func (g Gender) String() string {
-	switch g {
-	case GenderMale:
-		return "male"
-	case GenderFemale:
-		return "female"
-	}
-	return "unknown"
-}
-
-// ConversationInfo is the persona of a conversation
-// (docs/platform-api.md#persona-conversationinfodto).
+// ConversationInfo is a conversation's persona (docs/platform-api.md#persona-conversationinfodto).
 type ConversationInfo struct {
 	ID         int64  `json:"id"`
 	Name       string `json:"name"`
 	NickName   string `json:"nickName"`
-	Gender     Gender `json:"gender"`
+	Gender     int    `json:"gender"` // 1 male, 2 female
 	Age        int    `json:"age"`
 	Height     int    `json:"height"`
 	Weight     int    `json:"weight"`
@@ -64,35 +43,14 @@ type ConversationInfo struct {
 	BackStory  string `json:"backStory"`
 }
 
-// ModelIDType tells a cloud digital human from a local one
-// (docs/platform-api.md#resources-detaildto).
-type ModelIDType int
-
-// Model ID types named by docs/platform-api.md#resources-detaildto.
-const (
-	ModelCloud ModelIDType = 0
-	ModelLocal ModelIDType = 1
-)
-
-func (m ModelIDType) String() string {
-	switch m {
-	case ModelCloud:
-		return "cloud"
-	case ModelLocal:
-		return "local"
-	}
-	return "unknown"
-}
-
-// Detail holds the resources of a conversation: avatar model, background and
-// text-to-speech settings (docs/platform-api.md#resources-detaildto).
+// Detail is a conversation's avatar model, background and TTS (docs/platform-api.md#resources-detaildto).
 type Detail struct {
 	ID               int64           `json:"id"`
 	ConversationID   string          `json:"conversationId"`
 	Proportion       string          `json:"proportion"`
 	TerminalType     int             `json:"terminalType"`
 	ModelID          string          `json:"modelId"`
-	ModelIDType      ModelIDType     `json:"modelIdType"`
+	ModelIDType      int             `json:"modelIdType"` // 0 cloud, 1 local
 	ImageID          *string         `json:"imageId"`
 	SceneID          *string         `json:"sceneId"`
 	ModelName        string          `json:"modelName"`
@@ -120,8 +78,7 @@ type Detail struct {
 	LocalModelInfo   json.RawMessage `json:"localModelInfo"`
 }
 
-// Background is the background resource of a conversation
-// (docs/platform-api.md#resources-detaildto).
+// Background is a conversation's background (docs/platform-api.md#resources-detaildto).
 type Background struct {
 	ID             int64   `json:"id"`
 	BackgroundCode string  `json:"backgroundCode"`
@@ -132,8 +89,7 @@ type Background struct {
 	UserID         *string `json:"userId"`
 }
 
-// ModelEntry is one large-model entry of a conversation
-// (docs/platform-api.md#large-models-modeldtolist).
+// ModelEntry is a conversation's large model (docs/platform-api.md#large-models-modeldtolist).
 type ModelEntry struct {
 	ID             int64  `json:"id"`
 	ConversationID string `json:"conversationId"`
@@ -145,52 +101,22 @@ type ModelEntry struct {
 	BotURL         string `json:"botUrl"`
 }
 
-// ScriptType is the kind of a predefined dialog script
-// (docs/platform-api.md#scripts-scriptdtolist).
+// ScriptType is the kind of a dialog script (docs/platform-api.md#scripts-scriptdtolist).
 type ScriptType int
 
-// Script types named by docs/platform-api.md#scripts-scriptdtolist.
+// Script types, in the platform's order.
 const (
-	ScriptWakeUpWord           ScriptType = 0
-	ScriptOpeningLine          ScriptType = 1
-	ScriptWaitingPhrase        ScriptType = 2
-	ScriptUnknownQuestion      ScriptType = 3
-	ScriptFarewell             ScriptType = 4
-	ScriptInterruption         ScriptType = 5
-	ScriptInterruptionSentence ScriptType = 6
-	ScriptGuidingPhrase        ScriptType = 7
+	ScriptWakeUpWord ScriptType = iota
+	ScriptOpeningLine
+	ScriptWaitingPhrase
+	ScriptUnknownQuestion
+	ScriptFarewell
+	ScriptInterruption
+	ScriptInterruptionSentence
+	ScriptGuidingPhrase
 )
 
-// ScriptTypes lists the named script types in order.
-var ScriptTypes = []ScriptType{
-	ScriptWakeUpWord, ScriptOpeningLine, ScriptWaitingPhrase, ScriptUnknownQuestion,
-	ScriptFarewell, ScriptInterruption, ScriptInterruptionSentence, ScriptGuidingPhrase,
-}
-
-func (t ScriptType) String() string {
-	switch t {
-	case ScriptWakeUpWord:
-		return "wake-up word"
-	case ScriptOpeningLine:
-		return "opening line"
-	case ScriptWaitingPhrase:
-		return "waiting phrase"
-	case ScriptUnknownQuestion:
-		return "unknown question"
-	case ScriptFarewell:
-		return "farewell"
-	case ScriptInterruption:
-		return "interruption"
-	case ScriptInterruptionSentence:
-		return "interruption sentence"
-	case ScriptGuidingPhrase:
-		return "guiding phrase"
-	}
-	return "unknown type"
-}
-
-// ScriptEntry is one predefined dialog script
-// (docs/platform-api.md#scripts-scriptdtolist).
+// ScriptEntry is a predefined dialog script (docs/platform-api.md#scripts-scriptdtolist).
 type ScriptEntry struct {
 	ID             int64      `json:"id"`
 	ConversationID string     `json:"conversationId"`
@@ -200,8 +126,7 @@ type ScriptEntry struct {
 	Emotion        string     `json:"emotion"`
 }
 
-// Concurrency is the real-time concurrency status of an app
-// (docs/platform-api.md#concurrency).
+// Concurrency is an app's concurrency status (docs/platform-api.md#concurrency).
 type Concurrency struct {
 	// CropID identifies the owning organization; the platform spells it cropId.
 	CropID string `json:"cropId"`
@@ -211,10 +136,8 @@ type Concurrency struct {
 	UserConcurrentNumber int64 `json:"userConcurrentNumber"`
 }
 
-// Session is one active (in-call) session of an app
-// (docs/platform-api.md#session-list). The platform does not document the
-// record, so only the ID, the conversation and the start are interpreted;
-// the whole record is kept in Raw when asked for.
+// Session is an active session of an app (docs/platform-api.md#session-list):
+// ID, conversation and start of its undocumented record, kept in Raw if asked.
 type Session struct {
 	ID             string          `json:"id"`
 	ConversationID string          `json:"conversationId,omitempty"`
@@ -222,10 +145,8 @@ type Session struct {
 	Raw            json.RawMessage `json:"record,omitempty"`
 }
 
-// StopResult is the platform's answer to a successful sessionStop or
-// distroyCallSessionsByAppId.
+// StopResult is the answer to a successful sessionStop or distroyCallSessionsByAppId.
 type StopResult struct {
-	Code    string          `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
+	Code string          `json:"code"`
+	Data json.RawMessage `json:"data,omitempty"`
 }

@@ -133,7 +133,6 @@ func (e *secretFileEnv) rotateKey(key string) {
 }
 
 func TestChangedSecretFilesAreReadAsCarefullyAsAtStart(t *testing.T) {
-	defer client.SetSecretFileRecheck(0)() // look at every call
 	big := strings.Repeat("k", 64<<10+1)
 	bad := map[string]func(path string) error{
 		"directory":        func(p string) error { return os.Mkdir(p, 0o700) },

@@ -89,7 +89,7 @@ func (e *Exporter) fetchAll(ctx context.Context, arrived time.Time, apps []*appS
 		r := picks[i].wait(ctx)
 		if r == nil {
 			// Not fetched in time, or left: down for this request only.
-			err := &client.TimeoutError{Endpoint: "scrape", Err: ctx.Err()}
+			err := &client.Error{Endpoint: "scrape", Reason: client.ReasonTimeout}
 			r = &result{started: e.now(), duration: time.Since(arrived), concErr: err, sessErr: err}
 		}
 		each(apps[i], r)

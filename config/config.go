@@ -36,8 +36,8 @@ const (
 // Defaults and limits.
 const (
 	DefaultTimeout             = model.Duration(10 * time.Second)
-	DefaultMaxConcurrency      = 32
-	DefaultMaxResponseBytes    = int64(16 << 20) // 16 MiB
+	DefaultMaxConcurrency      = 16
+	DefaultMaxResponseBytes    = int64(512 << 10) // 512 KiB; see MemoryNeeded
 	DefaultConversationRefresh = model.Duration(5 * time.Minute)
 	DefaultTokenTTL            = model.Duration(30 * time.Minute)
 

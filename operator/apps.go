@@ -121,7 +121,7 @@ func runAppsCheck(ctx context.Context, env *cli, o appsCheckOptions) int {
 				sessions = strconv.Itoa(*r.ActiveSessions)
 			}
 			if r.Error != "" {
-				errText = r.ErrorReason + ": " + r.Error
+				errText = r.Error
 			}
 			rows = append(rows, []string{r.App, up, usage, sessions, formatLatency(r.LatencySeconds), errText})
 		}

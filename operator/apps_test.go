@@ -78,9 +78,9 @@ func TestAppsCheckFailsWhenAnAppFails(t *testing.T) {
 	assert.Contains(t, res.stderr, "2 of 3 app(s) failed")
 	rows := tableRows(t, res.stdout)
 	assert.Equal(t, []string{"museum-guide", "0", "-", "2"}, rows["museum-guide"][:4], "sessions still counted")
-	assert.Contains(t, rows["museum-guide"][5], "http: getconcurrentNumber: HTTP 500")
+	assert.Contains(t, rows["museum-guide"][5], "getconcurrentNumber (app museum-guide): http: HTTP 500")
 	assert.Equal(t, []string{"support-desk", "0", "3 / 10", "-"}, rows["support-desk"][:4])
-	assert.Contains(t, rows["support-desk"][5], "api: getconcurrentList: platform answered success=false")
+	assert.Contains(t, rows["support-desk"][5], "getconcurrentList (app support-desk): api, code 500")
 	assert.Equal(t, []string{"sales-avatar", "1", "8 / 20", "8"}, rows["sales-avatar"][:4], "the other apps are unaffected")
 
 	res = p.run(t, nil, "apps", "check", "--output=json")

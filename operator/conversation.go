@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -28,10 +27,8 @@ func runConversationShow(ctx context.Context, env *cli, o conversationShowOption
 	defer pool.Close()
 	conv, err := c.Conversation(ctx, o.id)
 	if err != nil {
-		var apiErr *client.APIError
-		if client.IsNotFound(err) && errors.As(err, &apiErr) {
-			return env.failf(exitNotFound, "conversation %s of app %s: not found: the platform answered code %q: %s",
-				o.id, o.app, apiErr.Code, printable(apiErr.Message, 256))
+		if client.IsNotFound(err) {
+			return env.failf(exitNotFound, "conversation %s of app %s: not found: %s", o.id, o.app, describeError(err))
 		}
 		return env.failf(exitFailed, "fetching conversation %s of app %s: %s", o.id, o.app, describeError(err))
 	}
@@ -92,7 +89,7 @@ func writeConversation(w io.Writer, app string, c *client.Conversation) {
 	t.section("Persona")
 	t.field("name", p.Name)
 	t.field("nickname", p.NickName)
-	t.field("gender", p.Gender)
+	t.field("gender", name(int(p.Gender), "unknown", "", "male", "female"))
 	t.field("age", p.Age)
 	t.field("height", p.Height)
 	t.field("weight", p.Weight)
@@ -103,7 +100,7 @@ func writeConversation(w io.Writer, app string, c *client.Conversation) {
 	t.section("Avatar model")
 	t.field("name", d.ModelName)
 	t.field("model ID", d.ModelID)
-	t.field("type", fmt.Sprintf("%s (modelIdType %d)", d.ModelIDType, int(d.ModelIDType)))
+	t.field("type", fmt.Sprintf("%s (modelIdType %d)", name(int(d.ModelIDType), "unknown", "cloud", "local"), int(d.ModelIDType)))
 	t.field("proportion", d.Proportion)
 	t.field("video size", fmt.Sprintf("%dx%d", d.VideoWidth, d.VideoHeight))
 	t.field("human", fmt.Sprintf("%s, %dx%d at (%d, %d)", orDash(d.HumanProportion), d.HumanWidth, d.HumanHeight, d.HumanX, d.HumanY))
@@ -152,6 +149,18 @@ func writeConversation(w io.Writer, app string, c *client.Conversation) {
 	}
 }
 
+// scriptTypeNames name the script types of docs/platform-api.md, in order.
+var scriptTypeNames = []string{"wake-up word", "opening line", "waiting phrase", "unknown question",
+	"farewell", "interruption", "interruption sentence", "guiding phrase"}
+
+// name is names[v], or unknown when v has none.
+func name(v int, unknown string, names ...string) string {
+	if v < 0 || v >= len(names) || names[v] == "" {
+		return unknown
+	}
+	return names[v]
+}
+
 type scriptGroup struct {
 	name    string
 	scripts []client.ScriptEntry
@@ -165,9 +174,10 @@ func groupScripts(scripts []client.ScriptEntry) []scriptGroup {
 		byType[s.ScriptType] = append(byType[s.ScriptType], s)
 	}
 	var groups []scriptGroup
-	for _, typ := range client.ScriptTypes {
+	for i, n := range scriptTypeNames {
+		typ := client.ScriptType(i)
 		if list := byType[typ]; len(list) > 0 {
-			groups = append(groups, scriptGroup{name: typ.String(), scripts: list})
+			groups = append(groups, scriptGroup{name: n, scripts: list})
 			delete(byType, typ)
 		}
 	}

@@ -100,11 +100,11 @@ func TestConversationShowErrors(t *testing.T) {
 	p.sim.SetFault(p.id("support-desk"), simulator.EndpointConversation, simulator.Fault{Kind: simulator.FaultWrongTypes})
 	res = p.run(t, nil, "conversation", "show", "--app=support-desk", "--id=1081", "--output=json")
 	assert.Equal(t, exitFailed, res.code)
-	assert.Contains(t, res.stderr, "fetching conversation 1081 of app support-desk: decode: ")
+	assert.Contains(t, res.stderr, "fetching conversation 1081 of app support-desk: getConversationById (app support-desk): decode: ")
 	assert.Empty(t, res.stdout)
 
 	p.sim.SetFault(p.id("support-desk"), simulator.EndpointConversation, simulator.Fault{Kind: simulator.FaultRateLimit429})
 	res = p.run(t, nil, "conversation", "show", "--app=support-desk", "--id=1081")
 	assert.Equal(t, exitFailed, res.code)
-	assert.Contains(t, res.stderr, "rate_limited: getConversationById: HTTP 429")
+	assert.Contains(t, res.stderr, "getConversationById (app support-desk): rate_limited: HTTP 429")
 }

@@ -181,11 +181,11 @@ func checkID(flag, v string) error {
 	return nil
 }
 
-// describeError renders a client error for people: its reason (the reason
-// label of duix_scrape_errors_total) and its message, made printable. The
-// client never puts a token or key in its errors.
+// describeError renders a client error for people as the exporter logs
+// it: endpoint, app, reason, HTTP status and envelope code, never text of
+// the platform's.
 func describeError(err error) string {
-	return client.Reason(err) + ": " + printable(err.Error(), 512)
+	return printable(err.Error(), 512)
 }
 
 // printable replaces control characters (a platform message could carry

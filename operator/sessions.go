@@ -26,65 +26,50 @@ type sessionsStopOptions struct {
 	all, dryRun, yes         bool
 }
 
-// sessionList is the output of `sessions list --output json`.
-type sessionList struct {
-	App      string           `json:"app"`
-	Count    int              `json:"count"`
-	Sessions []client.Session `json:"sessions"`
-}
-
-// runSessionsList implements `sessions list`.
+// runSessionsList implements `sessions list`. The list is printed as it
+// is decoded, a session at a time, so that a long one needs no more memory
+// than a short one: a table in blocks of tableBlock rows (the other columns
+// are the fields of the first record), or JSON whose count comes last.
 func runSessionsList(ctx context.Context, env *cli, o sessionsListOptions) int {
 	c, pool, code := env.clientFor(o.app)
 	if code != exitOK {
 		return code
 	}
 	defer pool.Close()
-	sessions, code := env.sessions(ctx, c, o.app)
-	if code != exitOK {
-		return code
-	}
-	if sessions == nil {
-		sessions = []client.Session{}
-	}
-	if o.output == "json" {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(sessionList{App: o.app, Count: len(sessions), Sessions: sessions}); err != nil {
-			return env.failf(exitFailed, "writing the output: %v", err)
+	var (
+		n    int
+		keys []string
+		rows [][]string
+		now  = time.Now()
+		w    = bufio.NewWriter(env.stdout)
+	)
+	defer w.Flush()
+	err := c.EachSession(ctx, client.SessionOptions{KeepRaw: true}, func(s client.Session) error {
+		n++
+		if o.output == "json" {
+			b, err := json.MarshalIndent(s, "    ", "  ")
+			if err != nil {
+				return err
+			}
+			if n == 1 {
+				appName, _ := json.Marshal(o.app)
+				fmt.Fprintf(w, "{\n  \"app\": %s,\n  \"sessions\": [\n    %s", appName, b)
+			} else {
+				fmt.Fprintf(w, ",\n    %s", b)
+			}
+			return w.Flush()
 		}
-		return exitOK
-	}
-	if len(sessions) == 0 {
-		fmt.Fprintf(env.stdout, "app %s has no active sessions\n", o.app)
-		return exitOK
-	}
-	writeSessionTable(env, sessions, time.Now())
-	return exitOK
-}
-
-// writeSessionTable prints one row per session: its ID, conversation,
-// start, age, and a column for every other field of the records.
-func writeSessionTable(env *cli, sessions []client.Session, now time.Time) {
-	extras := make([]map[string]string, len(sessions))
-	keySet := map[string]bool{}
-	for i, s := range sessions {
-		extras[i] = otherFields(s)
-		for k := range extras[i] {
-			keySet[k] = true
+		extra := otherFields(s)
+		if n == 1 {
+			for k := range extra {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			rows = append(rows, []string{"SESSION ID", "CONVERSATION", "STARTED (UTC)", "AGE"})
+			for _, k := range keys {
+				rows[0] = append(rows[0], printable(k, 64))
+			}
 		}
-	}
-	keys := make([]string, 0, len(keySet))
-	for k := range keySet {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-
-	rows := [][]string{{"SESSION ID", "CONVERSATION", "STARTED (UTC)", "AGE"}}
-	for _, k := range keys {
-		rows[0] = append(rows[0], printable(k, 64))
-	}
-	for i, s := range sessions {
 		started, age := "-", "-"
 		if s.Start != nil {
 			started = s.Start.UTC().Format(time.DateTime)
@@ -92,13 +77,36 @@ func writeSessionTable(env *cli, sessions []client.Session, now time.Time) {
 		}
 		row := []string{orDash(printable(s.ID, 128)), orDash(printable(s.ConversationID, 128)), started, age}
 		for _, k := range keys {
-			row = append(row, orDash(extras[i][k]))
+			row = append(row, orDash(extra[k]))
 		}
-		rows = append(rows, row)
+		if rows = append(rows, row); len(rows) < tableBlock {
+			return nil
+		}
+		err := writeTable(w, rows)
+		rows = rows[:0]
+		return errors.Join(err, w.Flush())
+	})
+	if err != nil {
+		w.Flush()
+		return env.failf(exitFailed, "listing the sessions of app %s: %s", o.app, describeError(err))
 	}
-	_ = writeTable(env.stdout, rows)
-	fmt.Fprintf(env.stdout, "%d active session(s)\n", len(sessions))
+	switch {
+	case o.output == "json" && n == 0:
+		appName, _ := json.Marshal(o.app)
+		fmt.Fprintf(w, "{\n  \"app\": %s,\n  \"sessions\": [],\n  \"count\": 0\n}\n", appName)
+	case o.output == "json":
+		fmt.Fprintf(w, "\n  ],\n  \"count\": %d\n}\n", n)
+	case n == 0:
+		fmt.Fprintf(w, "app %s has no active sessions\n", o.app)
+	default:
+		_ = writeTable(w, rows)
+		fmt.Fprintf(w, "%d active session(s)\n", n)
+	}
+	return exitOK
 }
+
+// tableBlock is how many rows of a table are aligned together.
+const tableBlock = 1000
 
 // otherFields returns the fields of a session record other than those
 // already shown as its ID, conversation and start.
@@ -194,10 +202,8 @@ func runSessionsStop(ctx context.Context, env *cli, o sessionsStopOptions) int {
 
 	res, err := c.StopSession(ctx, o.session)
 	if err != nil {
-		var apiErr *client.APIError
-		if client.IsNotFound(err) && errors.As(err, &apiErr) {
-			return env.failf(exitNotFound, "session %s of app %s is unknown or no longer active: the platform answered code %q: %s",
-				o.session, o.app, apiErr.Code, printable(apiErr.Message, 256))
+		if client.IsNotFound(err) {
+			return env.failf(exitNotFound, "session %s of app %s is unknown or no longer active: %s", o.session, o.app, describeError(err))
 		}
 		return env.failf(exitFailed, "stopping session %s of app %s: %s", o.session, o.app, describeError(err))
 	}
@@ -205,8 +211,8 @@ func runSessionsStop(ctx context.Context, env *cli, o sessionsStopOptions) int {
 	if len(res.Data) > 0 {
 		data = printable(jsonCompact(res.Data), 256)
 	}
-	fmt.Fprintf(env.stdout, "stopped session %s of app %s: the platform answered code %q, message %q, data %s\n",
-		o.session, o.app, printable(res.Code, 64), printable(res.Message, 256), data)
+	fmt.Fprintf(env.stdout, "stopped session %s of app %s: the platform answered code %q, data %s\n",
+		o.session, o.app, printable(res.Code, 64), data)
 	return exitOK
 }
 
@@ -214,23 +220,25 @@ func runSessionsStop(ctx context.Context, env *cli, o sessionsStopOptions) int {
 // session to stop, so that the person confirming sees what they end. It is
 // best effort: a failure only prints a note.
 func describeSession(ctx context.Context, env *cli, c *client.Client, o sessionsStopOptions) {
-	sessions, err := c.Sessions(ctx)
-	if err != nil {
+	n, desc := 0, ""
+	err := c.EachSession(ctx, client.SessionOptions{}, func(s client.Session) error {
+		n++
+		if s.ID == o.session && desc == "" {
+			desc = "conversation " + orDash(printable(s.ConversationID, 128))
+			if s.Start != nil {
+				desc += fmt.Sprintf(", started %s UTC (%s ago)", s.Start.UTC().Format(time.DateTime), time.Since(*s.Start).Truncate(time.Second))
+			}
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
 		fmt.Fprintf(env.stderr, "(cannot list the active sessions to describe it: %s)\n", describeError(err))
-		return
-	}
-	for _, s := range sessions {
-		if s.ID != o.session {
-			continue
-		}
-		desc := "conversation " + orDash(printable(s.ConversationID, 128))
-		if s.Start != nil {
-			desc += fmt.Sprintf(", started %s UTC (%s ago)", s.Start.UTC().Format(time.DateTime), time.Since(*s.Start).Truncate(time.Second))
-		}
+	case desc != "":
 		fmt.Fprintf(env.stderr, "Session %s of app %s: %s.\n", o.session, o.app, desc)
-		return
+	default:
+		fmt.Fprintf(env.stderr, "Session %s is not in the %d active session(s) of app %s.\n", o.session, n, o.app)
 	}
-	fmt.Fprintf(env.stderr, "Session %s is not in the %d active session(s) of app %s.\n", o.session, len(sessions), o.app)
 }
 
 // isTerminal reports whether the command's stdin is a terminal, someone
@@ -262,11 +270,12 @@ func jsonCompact(v json.RawMessage) string {
 	return string(v)
 }
 
-// sessions lists the active sessions of app, or says why it cannot.
-func (env *cli) sessions(ctx context.Context, c *client.Client, app string) ([]client.Session, int) {
-	sessions, err := c.Sessions(ctx)
+// eachSession streams the active sessions of app to fn (records not
+// kept), or says why it cannot.
+func (env *cli) eachSession(ctx context.Context, c *client.Client, app string, fn func(client.Session)) int {
+	err := c.EachSession(ctx, client.SessionOptions{}, func(s client.Session) error { fn(s); return nil })
 	if err != nil {
-		return nil, env.failf(exitFailed, "listing the sessions of app %s: %s", app, describeError(err))
+		return env.failf(exitFailed, "listing the sessions of app %s: %s", app, describeError(err))
 	}
-	return sessions, exitOK
+	return exitOK
 }

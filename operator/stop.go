@@ -39,16 +39,13 @@ func runStopOlderThan(ctx context.Context, env *cli, o sessionsStopOptions, age 
 	}
 	defer pool.Close()
 
-	sessions, code := env.sessions(ctx, c, o.app)
-	if code != exitOK {
-		return code
-	}
 	now := time.Now()
 	cutoff := now.Add(-age)
 	var old []client.Session
-	var undated, unnamed int
+	var listed, undated, unnamed int
 	seen := map[string]bool{}
-	for _, s := range sessions {
+	code = env.eachSession(ctx, c, o.app, func(s client.Session) {
+		listed++
 		switch {
 		case s.ID == "":
 			unnamed++
@@ -58,6 +55,9 @@ func runStopOlderThan(ctx context.Context, env *cli, o sessionsStopOptions, age 
 			seen[s.ID] = true
 			old = append(old, s)
 		}
+	})
+	if code != exitOK {
+		return code
 	}
 	skipped := func() {
 		if undated > 0 {
@@ -69,12 +69,12 @@ func runStopOlderThan(ctx context.Context, env *cli, o sessionsStopOptions, age 
 	}
 	// o.olderThan parsed as a duration: it holds nothing to escape.
 	if len(old) == 0 {
-		fmt.Fprintf(env.stdout, "app %s has %d active session(s), none started more than %s ago: nothing to stop\n", o.app, len(sessions), o.olderThan)
+		fmt.Fprintf(env.stdout, "app %s has %d active session(s), none started more than %s ago: nothing to stop\n", o.app, listed, o.olderThan)
 		skipped()
 		return exitOK
 	}
 	fmt.Fprintf(env.stdout, "app %s has %d active session(s); %d started more than %s ago (before %s UTC):\n",
-		o.app, len(sessions), len(old), o.olderThan, cutoff.UTC().Format(time.DateTime))
+		o.app, listed, len(old), o.olderThan, cutoff.UTC().Format(time.DateTime))
 	rows := [][]string{{"SESSION ID", "CONVERSATION", "STARTED (UTC)", "AGE"}}
 	for _, s := range old {
 		rows = append(rows, []string{printable(s.ID, 128), orDash(printable(s.ConversationID, 128)),
@@ -105,14 +105,13 @@ func runStopOlderThan(ctx context.Context, env *cli, o sessionsStopOptions, age 
 		}
 		id := printable(s.ID, 128)
 		_, err := c.StopSession(ctx, s.ID)
-		var apiErr *client.APIError
 		switch {
 		case err == nil:
 			stopped++
 			fmt.Fprintf(env.stdout, "session %s: stopped\n", id)
-		case client.IsNotFound(err) && errors.As(err, &apiErr):
+		case client.IsNotFound(err):
 			gone++
-			fmt.Fprintf(env.stdout, "session %s: already gone (the platform answered code %q: %s)\n", id, apiErr.Code, printable(apiErr.Message, 256))
+			fmt.Fprintf(env.stdout, "session %s: already gone (%s)\n", id, describeError(err))
 		default:
 			failed++
 			fmt.Fprintf(env.stdout, "session %s: failed: %s\n", id, describeError(err))
@@ -136,17 +135,18 @@ func runStopAll(ctx context.Context, env *cli, o sessionsStopOptions) int {
 	}
 	defer pool.Close()
 
-	sessions, code := env.sessions(ctx, c, o.app)
-	if code != exitOK {
-		return code
-	}
-	desc := fmt.Sprintf("app %s has %d active session(s)", o.app, len(sessions))
+	listed := 0
 	var oldest *time.Time
-	for _, s := range sessions {
+	code = env.eachSession(ctx, c, o.app, func(s client.Session) {
+		listed++
 		if s.Start != nil && (oldest == nil || s.Start.Before(*oldest)) {
 			oldest = s.Start
 		}
+	})
+	if code != exitOK {
+		return code
 	}
+	desc := fmt.Sprintf("app %s has %d active session(s)", o.app, listed)
 	if oldest != nil {
 		desc += fmt.Sprintf(", the oldest started %s UTC (%s ago)", oldest.UTC().Format(time.DateTime), time.Since(*oldest).Truncate(time.Second))
 	}
@@ -160,7 +160,7 @@ func runStopAll(ctx context.Context, env *cli, o sessionsStopOptions) int {
 		if !isTerminal(env) {
 			return env.failf(exitDeclined, "not closing the sessions of app %s: stdin is not a terminal, so there is no one to confirm; pass --yes to close them without asking", o.app)
 		}
-		if !confirm(env, fmt.Sprintf("Close every session of app %s (%d listed)? This ends all its calls.", o.app, len(sessions))) {
+		if !confirm(env, fmt.Sprintf("Close every session of app %s (%d listed)? This ends all its calls.", o.app, listed)) {
 			return env.failf(exitDeclined, "not confirmed: no session of app %s was stopped", o.app)
 		}
 	}
@@ -173,7 +173,7 @@ func runStopAll(ctx context.Context, env *cli, o sessionsStopOptions) int {
 	if len(res.Data) > 0 {
 		data = printable(jsonCompact(res.Data), 256)
 	}
-	fmt.Fprintf(env.stdout, "closed every session of app %s: the platform answered code %q, message %q, data %s\n",
-		o.app, printable(res.Code, 64), printable(res.Message, 256), data)
+	fmt.Fprintf(env.stdout, "closed every session of app %s: the platform answered code %q, data %s\n",
+		o.app, printable(res.Code, 64), data)
 	return exitOK
 }

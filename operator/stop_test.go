@@ -132,8 +132,8 @@ func TestSessionsStopOlderThanReportsEachOutcome(t *testing.T) {
 
 	res := p.run(t, nil, "sessions", "stop", "--app=support-desk", "--older-than=2h", "--yes")
 	assert.Equal(t, exitFailed, res.code)
-	assert.Contains(t, res.stdout, "session "+failing+": failed: http: sessionStop: HTTP 502")
-	assert.Contains(t, res.stdout, "session "+gone+`: already gone (the platform answered code "404": session not found or not active)`+"\n")
+	assert.Contains(t, res.stdout, "session "+failing+": failed: sessionStop (app support-desk): http: HTTP 502")
+	assert.Contains(t, res.stdout, "session "+gone+`: already gone (sessionStop (app support-desk): api, code 404: success is false)`+"\n")
 	assert.Contains(t, res.stdout, "session "+stopped+": stopped\n")
 	assert.True(t, strings.HasSuffix(res.stdout, "app support-desk: 1 stopped, 1 already gone, 1 failed\n"), res.stdout)
 	assert.Equal(t, "duix_exporter sessions stop: 1 of 3 session(s) of app support-desk could not be stopped\n", res.stderr)
@@ -159,7 +159,7 @@ func TestSessionsStopOlderThanOfAFailingList(t *testing.T) {
 	p.sim.SetFault(p.id("support-desk"), simulator.EndpointSessions, simulator.Fault{Kind: simulator.FaultTruncatedJSON})
 	res := p.run(t, nil, "sessions", "stop", "--app=support-desk", "--older-than=2h", "--yes")
 	assert.Equal(t, exitFailed, res.code)
-	assert.Contains(t, res.stderr, "listing the sessions of app support-desk: decode: ")
+	assert.Contains(t, res.stderr, "listing the sessions of app support-desk: getconcurrentList (app support-desk): decode: ")
 	assert.Empty(t, res.stdout)
 	assert.Zero(t, p.sim.Requests(simulator.EndpointStop))
 }
@@ -173,7 +173,7 @@ func TestSessionsStopAll(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n")
 	require.Len(t, lines, 2, res.stdout)
 	assert.Regexp(t, `^app support-desk has 4 active session\(s\), the oldest started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(5h0m\d+s ago\)$`, lines[0])
-	assert.Equal(t, `closed every session of app support-desk: the platform answered code "200", message "", data {"count":4}`, lines[1])
+	assert.Equal(t, `closed every session of app support-desk: the platform answered code "200", data {"count":4}`, lines[1])
 	assert.Zero(t, p.sim.InUse(p.id("support-desk")))
 	assert.Equal(t, 8, p.sim.InUse(p.id("sales-avatar")), "other apps keep their sessions")
 	assert.EqualValues(t, 1, p.sim.RequestsFor(p.id("support-desk"), simulator.EndpointStopAll))
@@ -183,7 +183,7 @@ func TestSessionsStopAll(t *testing.T) {
 	res = p.run(t, nil, "sessions", "stop", "--app=support-desk", "--all", "--yes")
 	require.Equal(t, exitOK, res.code)
 	assert.Equal(t, "app support-desk has 0 active session(s)\n"+
-		`closed every session of app support-desk: the platform answered code "200", message "", data {"count":0}`+"\n", res.stdout)
+		`closed every session of app support-desk: the platform answered code "200", data {"count":0}`+"\n", res.stdout)
 	assert.EqualValues(t, 2, p.sim.Requests(simulator.EndpointStopAll))
 }
 
@@ -205,7 +205,7 @@ func TestSessionsStopAllFailures(t *testing.T) {
 	p.sim.SetFault(app, simulator.EndpointStopAll, simulator.Fault{Kind: simulator.FaultSuccessFalse, Times: 1})
 	res := p.run(t, nil, "sessions", "stop", "--app=museum-guide", "--all", "--yes")
 	assert.Equal(t, exitFailed, res.code)
-	assert.Equal(t, "duix_exporter sessions stop: closing every session of app museum-guide: api: distroyCallSessionsByAppId: platform answered success=false, code \"500\": internal error\n", res.stderr)
+	assert.Equal(t, "duix_exporter sessions stop: closing every session of app museum-guide: distroyCallSessionsByAppId (app museum-guide): api, code 500: success is false\n", res.stderr)
 	assert.NotContains(t, res.stdout, "closed")
 	assert.Equal(t, 2, p.sim.InUse(app))
 
@@ -214,7 +214,7 @@ func TestSessionsStopAllFailures(t *testing.T) {
 	p.sim.SetFault(app, simulator.EndpointSessions, simulator.Fault{Kind: simulator.FaultHTML502, Times: 1})
 	res = p.run(t, nil, "sessions", "stop", "--app=museum-guide", "--all", "--yes")
 	assert.Equal(t, exitFailed, res.code)
-	assert.Contains(t, res.stderr, "listing the sessions of app museum-guide: http: getconcurrentList: HTTP 502")
+	assert.Contains(t, res.stderr, "listing the sessions of app museum-guide: getconcurrentList (app museum-guide): http: HTTP 502")
 	assert.EqualValues(t, 1, p.sim.Requests(simulator.EndpointStopAll), "only the first, faulted, call")
 	assert.Equal(t, 2, p.sim.InUse(app))
 }

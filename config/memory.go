@@ -1,0 +1,53 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+)
+
+// Memory sizing (docs/reliability.md#memory). A call to the platform holds
+// at most max_response_bytes of answer, and decoding it allocates at most
+// DecodeFactor times that (encoding/json buffers the value it decodes
+// whole; measured by package client's tests, garbage included); the
+// exporter's own state is BaselineMemory plus PerAppMemory per app (from
+// `make load`: 39 MiB at 1000 apps, 98 MiB at 5000).
+const (
+	DecodeFactor   = 7
+	BaselineMemory = int64(24 << 20)
+	PerAppMemory   = int64(16 << 10)
+)
+
+// MemoryNeeded is the memory the exporter may need with c at worst:
+// BaselineMemory + apps × PerAppMemory + max_concurrency ×
+// max_response_bytes × DecodeFactor.
+func (c *Config) MemoryNeeded() int64 {
+	return BaselineMemory + int64(len(c.Apps))*PerAppMemory + int64(c.API.MaxConcurrency)*c.API.MaxResponseBytes*DecodeFactor
+}
+
+// CheckMemory returns an error when c may need more than limit bytes
+// (limit <= 0: no limit, no error).
+func (c *Config) CheckMemory(limit int64) error {
+	if need := c.MemoryNeeded(); limit > 0 && need > limit {
+		return fmt.Errorf("api.max_concurrency (%d) × api.max_response_bytes (%d) × %d, with %d app(s), may need %d MiB, over the memory limit of %d MiB: lower one of them or raise the limit",
+			c.API.MaxConcurrency, c.API.MaxResponseBytes, DecodeFactor, len(c.Apps), need>>20, limit>>20)
+	}
+	return nil
+}
+
+// MemoryLimit is the memory limit the process runs under: GOMEMLIMIT when
+// set, else the cgroup v2 limit when it is a number, else 0 (none). source
+// names where it came from.
+func MemoryLimit() (limit int64, source string) {
+	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+		return l, "GOMEMLIMIT"
+	}
+	b, err := os.ReadFile("/sys/fs/cgroup/memory.max")
+	if l, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && perr == nil && l > 0 {
+		return l, "cgroup memory.max"
+	}
+	return 0, ""
+}
