@@ -272,13 +272,13 @@ func TestConfigCheck(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "does-not-exist.yml")
 
-	// The answers of api.max_concurrency calls must fit in half the
-	// memory limit.
+	// What api.max_concurrency answers of api.max_response_bytes may need
+	// once decoded must fit the memory limit in force (config.CheckMemory).
 	dir := t.TempDir()
-	for mib, want := range map[int]int{16: 1, 2: 0} {
-		path := filepath.Join(dir, fmt.Sprintf("duix-%d.yml", mib))
+	for size, want := range map[int]int{16 << 20: 1, 512 << 10: 0} {
+		path := filepath.Join(dir, fmt.Sprintf("duix-%d.yml", size))
 		require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(
-			"api:\n  max_concurrency: 64\n  max_response_bytes: %d\napps:\n  - name: one\n    app_id: \"1\"\n    app_key: KEY-check-0001\n", mib<<20)), 0o600))
+			"api:\n  max_concurrency: 4\n  max_response_bytes: %d\napps:\n  - name: one\n    app_id: \"1\"\n    app_key: KEY-check-0001\n", size)), 0o600))
 		cmd := exec.Command(binary, "--config.check", "--config.file="+path)
 		cmd.Env = append(os.Environ(), "GOMEMLIMIT=256MiB")
 		out, err := cmd.CombinedOutput()
@@ -286,9 +286,10 @@ func TestConfigCheck(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); ok {
 			code = ee.ExitCode()
 		}
-		assert.Equal(t, want, code, "%d MiB answers, 64 at once: %s", mib, out)
+		assert.Equal(t, want, code, "%d-byte answers, 4 at once: %s", size, out)
 		if want == 1 {
-			assert.Contains(t, string(out), "api.max_concurrency x api.max_response_bytes is 1024 MiB, more than half the memory limit GOMEMLIMIT (256 MiB)")
+			assert.Contains(t, string(out), "api.max_concurrency (4) × api.max_response_bytes (16777216)")
+			assert.Contains(t, string(out), "over the memory limit of 256 MiB")
 		}
 		code, out2 := run(path) // no memory limit
 		assert.Equal(t, 0, code, out2)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/duix-exporter/duix_exporter/client"
 	"github.com/duix-exporter/duix_exporter/config"
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -34,6 +35,7 @@ const (
 // received, and a configuration for one app "a".
 type fixture struct {
 	sim     *simulator.Simulator
+	faults  *platformtest.Faults
 	srv     *httptest.Server
 	reg     *prometheus.Registry
 	metrics *client.Metrics
@@ -47,6 +49,7 @@ func newFixture(t *testing.T, header string) *fixture {
 	t.Helper()
 	f := &fixture{sim: simulator.New(), reg: prometheus.NewRegistry(), clock: &clock{t: time.Now()}}
 	f.metrics = client.NewMetrics(f.reg)
+	f.faults = platformtest.New(f.sim)
 	f.sim.AddApp(simulator.App{ID: appID, Key: appKey, CorpID: "corp-7", Allowance: 10})
 	require.NoError(t, f.sim.AddConversation(appID, simulator.NewConversation(convID, "law desk", 2)))
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -57,7 +60,7 @@ func newFixture(t *testing.T, header string) *fixture {
 		f.mu.Lock()
 		f.tokens = append(f.tokens, tok)
 		f.mu.Unlock()
-		f.sim.ServeHTTP(w, r)
+		f.faults.ServeHTTP(w, r)
 	}))
 	t.Cleanup(f.srv.Close)
 	f.cfg = &config.Config{API: config.DefaultAPI, Apps: []config.App{{Name: "a", AppID: appID, AppKey: appKey, TokenTTL: config.DefaultTokenTTL}}}
@@ -220,11 +223,11 @@ func TestStopAllSessions(t *testing.T) {
 // Only the envelope decides: the platform does not document data, so any
 // value is a success.
 func TestStopAllSessionsAcceptsAnyData(t *testing.T) {
-	for fault, data := range map[simulator.FaultKind]string{
-		simulator.FaultNullData: "null", simulator.FaultWrongTypes: `{"count":"all"}`, simulator.FaultCodeAsNumber: `{"count":0}`,
+	for fault, data := range map[platformtest.FaultKind]string{
+		platformtest.FaultNullData: "null", platformtest.FaultWrongTypes: `{"count":"all"}`, platformtest.FaultCodeAsNumber: `{"count":0}`,
 	} {
 		f := newFixture(t, config.AuthHeaderAuthorization)
-		f.sim.SetFault(appID, simulator.EndpointStopAll, simulator.Fault{Kind: fault})
+		f.faults.SetFault(appID, simulator.EndpointStopAll, platformtest.Fault{Kind: fault})
 		res, err := f.client(t).StopAllSessions(context.Background())
 		require.NoError(t, err, fault)
 		assert.Equal(t, "200", res.Code, fault)
@@ -237,36 +240,36 @@ func TestStopAllSessionsAcceptsAnyData(t *testing.T) {
 // wrote: not its message, not an echo of the request's token.
 func TestFaultsMapToReasonsAndCarryNoUpstreamText(t *testing.T) {
 	cases := []struct {
-		fault  simulator.Fault
+		fault  platformtest.Fault
 		reason string
 		status int
 		code   string
 	}{
-		{simulator.Fault{Kind: simulator.FaultHTTP500}, client.ReasonHTTP, 500, ""},
-		{simulator.Fault{Kind: simulator.FaultHTML502}, client.ReasonHTTP, 502, ""},
-		{simulator.Fault{Kind: simulator.FaultRateLimit429, RetryAfter: 30 * time.Second}, client.ReasonRateLimited, 429, ""},
-		{simulator.Fault{Kind: simulator.FaultUnauthorized401}, client.ReasonAuth, 401, ""},
-		{simulator.Fault{Kind: simulator.FaultForbidden403}, client.ReasonAuth, 403, ""},
-		{simulator.Fault{Kind: simulator.FaultTruncatedJSON}, client.ReasonDecode, 0, ""},
-		{simulator.Fault{Kind: simulator.FaultSuccessFalse}, client.ReasonAPI, 0, "500"},
-		{simulator.Fault{Kind: simulator.FaultNullData}, client.ReasonDecode, 0, ""},
-		{simulator.Fault{Kind: simulator.FaultWrongTypes}, client.ReasonDecode, 0, ""},
-		{simulator.Fault{Kind: simulator.FaultOversizedBody, Bytes: 64 << 10}, client.ReasonDecode, 0, ""},
-		{simulator.Fault{Kind: simulator.FaultResetConnection}, client.ReasonNetwork, 0, ""},
-		{simulator.Fault{Kind: simulator.FaultEchoRequest}, client.ReasonHTTP, 502, ""},
-		{simulator.Fault{Kind: simulator.FaultEchoRequestJSON}, client.ReasonAPI, 0, ""},
+		{platformtest.Fault{Kind: platformtest.FaultHTTP500}, client.ReasonHTTP, 500, ""},
+		{platformtest.Fault{Kind: platformtest.FaultHTML502}, client.ReasonHTTP, 502, ""},
+		{platformtest.Fault{Kind: platformtest.FaultRateLimit429, RetryAfter: 30 * time.Second}, client.ReasonRateLimited, 429, ""},
+		{platformtest.Fault{Kind: platformtest.FaultUnauthorized401}, client.ReasonAuth, 401, ""},
+		{platformtest.Fault{Kind: platformtest.FaultForbidden403}, client.ReasonAuth, 403, ""},
+		{platformtest.Fault{Kind: platformtest.FaultTruncatedJSON}, client.ReasonDecode, 0, ""},
+		{platformtest.Fault{Kind: platformtest.FaultSuccessFalse}, client.ReasonAPI, 0, "500"},
+		{platformtest.Fault{Kind: platformtest.FaultNullData}, client.ReasonDecode, 0, ""},
+		{platformtest.Fault{Kind: platformtest.FaultWrongTypes}, client.ReasonDecode, 0, ""},
+		{platformtest.Fault{Kind: platformtest.FaultOversizedBody, Bytes: 64 << 10}, client.ReasonDecode, 0, ""},
+		{platformtest.Fault{Kind: platformtest.FaultResetConnection}, client.ReasonNetwork, 0, ""},
+		{platformtest.Fault{Kind: platformtest.FaultEchoRequest}, client.ReasonHTTP, 502, ""},
+		{platformtest.Fault{Kind: platformtest.FaultEchoRequestJSON}, client.ReasonAPI, 0, ""},
 		// The body's first chunk comes after an hour: the timeout below
 		// always ends the call first.
-		{simulator.Fault{Kind: simulator.FaultSlowBody, Delay: time.Hour}, client.ReasonTimeout, 0, ""},
+		{platformtest.Fault{Kind: platformtest.FaultSlowBody, Delay: time.Hour}, client.ReasonTimeout, 0, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.fault.Kind.String(), func(t *testing.T) {
 			f := newFixture(t, config.AuthHeaderAuthorization)
 			f.cfg.API.MaxResponseBytes = 16 << 10
-			if tc.fault.Kind == simulator.FaultSlowBody {
+			if tc.fault.Kind == platformtest.FaultSlowBody {
 				f.cfg.API.Timeout = model.Duration(100 * time.Millisecond)
 			}
-			f.sim.SetFault(appID, client.EndpointConcurrency, tc.fault)
+			f.faults.SetFault(appID, client.EndpointConcurrency, tc.fault)
 			_, err := f.client(t).Concurrency(context.Background())
 			var e *client.Error
 			require.ErrorAs(t, err, &e)
@@ -306,7 +309,7 @@ func TestOnlyCodeShapedCodesAreKept(t *testing.T) {
 
 func TestCodeAsNumberIsAccepted(t *testing.T) {
 	f := newFixture(t, config.AuthHeaderAuthorization)
-	f.sim.SetFault(appID, "", simulator.Fault{Kind: simulator.FaultCodeAsNumber})
+	f.faults.SetFault(appID, "", platformtest.Fault{Kind: platformtest.FaultCodeAsNumber})
 	c := f.client(t)
 	_, err := c.Concurrency(context.Background())
 	assert.NoError(t, err)
@@ -318,7 +321,7 @@ func TestCodeAsNumberIsAccepted(t *testing.T) {
 
 func TestNullSessionDataIsEmptyButNullConcurrencyIsAnError(t *testing.T) {
 	f := newFixture(t, config.AuthHeaderAuthorization)
-	f.sim.SetFault(appID, "", simulator.Fault{Kind: simulator.FaultNullData})
+	f.faults.SetFault(appID, "", platformtest.Fault{Kind: platformtest.FaultNullData})
 	c := f.client(t)
 	s, err := allSessions(c)
 	assert.NoError(t, err)
@@ -329,7 +332,7 @@ func TestNullSessionDataIsEmptyButNullConcurrencyIsAnError(t *testing.T) {
 
 func TestRetryAfterIsHonoured(t *testing.T) {
 	f := newFixture(t, config.AuthHeaderAuthorization)
-	f.sim.SetFault(appID, client.EndpointConcurrency, simulator.Fault{Kind: simulator.FaultRateLimit429, RetryAfter: 30 * time.Second, Times: 1})
+	f.faults.SetFault(appID, client.EndpointConcurrency, platformtest.Fault{Kind: platformtest.FaultRateLimit429, RetryAfter: 30 * time.Second, Times: 1})
 	c := f.client(t)
 	_, err := c.Concurrency(context.Background())
 	require.Equal(t, client.ReasonRateLimited, client.Reason(err))
@@ -436,7 +439,7 @@ func TestARefusedTokenIsNotSentAgain(t *testing.T) {
 	require.NoError(t, err)
 	first := f.lastToken()
 
-	f.sim.SetFault(appID, "", simulator.Fault{Kind: simulator.FaultUnauthorized401, Times: 1})
+	f.faults.SetFault(appID, "", platformtest.Fault{Kind: platformtest.FaultUnauthorized401, Times: 1})
 	f.clock.add(time.Second) // a token minted now differs from the first
 	_, err = c.Concurrency(context.Background())
 	require.Equal(t, client.ReasonAuth, client.Reason(err))

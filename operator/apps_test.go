@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -70,8 +71,8 @@ func TestAppsCheckJSON(t *testing.T) {
 
 func TestAppsCheckFailsWhenAnAppFails(t *testing.T) {
 	p := startPlatform(t)
-	p.sim.SetFault(p.id("museum-guide"), simulator.EndpointConcurrency, simulator.Fault{Kind: simulator.FaultHTTP500})
-	p.sim.SetFault(p.id("support-desk"), simulator.EndpointSessions, simulator.Fault{Kind: simulator.FaultSuccessFalse})
+	p.faults.SetFault(p.id("museum-guide"), simulator.EndpointConcurrency, platformtest.Fault{Kind: platformtest.FaultHTTP500})
+	p.faults.SetFault(p.id("support-desk"), simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultSuccessFalse})
 
 	res := p.run(t, nil, "apps", "check")
 	assert.Equal(t, exitFailed, res.code)

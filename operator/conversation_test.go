@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duix-exporter/duix_exporter/client"
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -97,13 +98,13 @@ func TestConversationShowErrors(t *testing.T) {
 	res = p.run(t, nil, "conversation", "show", "--app=support-desk", "--id=2081")
 	assert.Equal(t, exitNotFound, res.code)
 
-	p.sim.SetFault(p.id("support-desk"), simulator.EndpointConversation, simulator.Fault{Kind: simulator.FaultWrongTypes})
+	p.faults.SetFault(p.id("support-desk"), simulator.EndpointConversation, platformtest.Fault{Kind: platformtest.FaultWrongTypes})
 	res = p.run(t, nil, "conversation", "show", "--app=support-desk", "--id=1081", "--output=json")
 	assert.Equal(t, exitFailed, res.code)
 	assert.Contains(t, res.stderr, "fetching conversation 1081 of app support-desk: getConversationById (app support-desk): decode: ")
 	assert.Empty(t, res.stdout)
 
-	p.sim.SetFault(p.id("support-desk"), simulator.EndpointConversation, simulator.Fault{Kind: simulator.FaultRateLimit429})
+	p.faults.SetFault(p.id("support-desk"), simulator.EndpointConversation, platformtest.Fault{Kind: platformtest.FaultRateLimit429})
 	res = p.run(t, nil, "conversation", "show", "--app=support-desk", "--id=1081")
 	assert.Equal(t, exitFailed, res.code)
 	assert.Contains(t, res.stderr, "getConversationById (app support-desk): rate_limited: HTTP 429")

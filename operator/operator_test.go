@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duix-exporter/duix_exporter/internal/demo"
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -25,6 +26,7 @@ import (
 // when a test changes them) with an exporter configuration for it.
 type platform struct {
 	sim    *simulator.Simulator
+	faults *platformtest.Faults
 	apps   map[string]simulator.DemoApp
 	base   string // base URL of the API
 	config string
@@ -41,14 +43,15 @@ func startPlatform(t *testing.T) *platform {
 func startPlatformBehind(t *testing.T, wrap func(sim *simulator.Simulator, next http.Handler) http.Handler) *platform {
 	t.Helper()
 	sim, apps := simulator.NewDemo()
-	var h http.Handler = sim
+	faults := platformtest.New(sim)
+	var h http.Handler = faults
 	if wrap != nil {
-		h = wrap(sim, sim)
+		h = wrap(sim, faults)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	base := srv.URL + simulator.BasePath
-	p := &platform{sim: sim, apps: map[string]simulator.DemoApp{}, base: base, config: filepath.Join(t.TempDir(), "duix.yml")}
+	p := &platform{sim: sim, faults: faults, apps: map[string]simulator.DemoApp{}, base: base, config: filepath.Join(t.TempDir(), "duix.yml")}
 	require.NoError(t, demo.WriteConfig(p.config, base, apps))
 	for _, a := range apps {
 		p.apps[a.Name] = a

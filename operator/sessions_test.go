@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -90,7 +91,7 @@ func TestSessionsListWithoutSessions(t *testing.T) {
 
 func TestSessionsListOfAFailingApp(t *testing.T) {
 	p := startPlatform(t)
-	p.sim.SetFault(p.id("sales-avatar"), simulator.EndpointSessions, simulator.Fault{Kind: simulator.FaultTruncatedJSON})
+	p.faults.SetFault(p.id("sales-avatar"), simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultTruncatedJSON})
 	res := p.run(t, nil, "sessions", "list", "--app=sales-avatar", "--output=json")
 	assert.Equal(t, exitFailed, res.code)
 	assert.False(t, json.Valid([]byte(res.stdout)), "a list cut short is not a JSON document")
@@ -147,7 +148,7 @@ func TestSessionsStopOfAFailingApp(t *testing.T) {
 	p := startPlatform(t)
 	app := p.id("museum-guide")
 	s := p.sim.Sessions(app)[0]
-	p.sim.SetFault(app, simulator.EndpointStop, simulator.Fault{Kind: simulator.FaultHTML502})
+	p.faults.SetFault(app, simulator.EndpointStop, platformtest.Fault{Kind: platformtest.FaultHTML502})
 	res := p.run(t, nil, "sessions", "stop", "--app=museum-guide", "--session="+s.ID, "--yes")
 	assert.Equal(t, exitFailed, res.code)
 	assert.Contains(t, res.stderr, "stopping session "+s.ID+" of app museum-guide: sessionStop (app museum-guide): http: HTTP 502")

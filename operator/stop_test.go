@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -128,7 +129,7 @@ func TestSessionsStopOlderThanReportsEachOutcome(t *testing.T) {
 	gone := p.startOld(t, "support-desk", "1082", 4*time.Hour)
 	goneID.Store(&target{app, gone})
 	stopped := p.startOld(t, "support-desk", "1081", 3*time.Hour)
-	p.sim.SetFault(app, simulator.EndpointStop, simulator.Fault{Kind: simulator.FaultHTML502, Times: 1})
+	p.faults.SetFault(app, simulator.EndpointStop, platformtest.Fault{Kind: platformtest.FaultHTML502, Times: 1})
 
 	res := p.run(t, nil, "sessions", "stop", "--app=support-desk", "--older-than=2h", "--yes")
 	assert.Equal(t, exitFailed, res.code)
@@ -156,7 +157,7 @@ func TestSessionsStopOlderThanReportsEachOutcome(t *testing.T) {
 func TestSessionsStopOlderThanOfAFailingList(t *testing.T) {
 	p := startPlatform(t)
 	p.startOld(t, "support-desk", "1081", 5*time.Hour)
-	p.sim.SetFault(p.id("support-desk"), simulator.EndpointSessions, simulator.Fault{Kind: simulator.FaultTruncatedJSON})
+	p.faults.SetFault(p.id("support-desk"), simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultTruncatedJSON})
 	res := p.run(t, nil, "sessions", "stop", "--app=support-desk", "--older-than=2h", "--yes")
 	assert.Equal(t, exitFailed, res.code)
 	assert.Contains(t, res.stderr, "listing the sessions of app support-desk: getconcurrentList (app support-desk): decode: ")
@@ -202,7 +203,7 @@ func TestSessionsStopAllFailures(t *testing.T) {
 	p := startPlatform(t)
 	app := p.id("museum-guide")
 
-	p.sim.SetFault(app, simulator.EndpointStopAll, simulator.Fault{Kind: simulator.FaultSuccessFalse, Times: 1})
+	p.faults.SetFault(app, simulator.EndpointStopAll, platformtest.Fault{Kind: platformtest.FaultSuccessFalse, Times: 1})
 	res := p.run(t, nil, "sessions", "stop", "--app=museum-guide", "--all", "--yes")
 	assert.Equal(t, exitFailed, res.code)
 	assert.Equal(t, "duix_exporter sessions stop: closing every session of app museum-guide: distroyCallSessionsByAppId (app museum-guide): api, code 500: success is false\n", res.stderr)
@@ -211,7 +212,7 @@ func TestSessionsStopAllFailures(t *testing.T) {
 
 	// Without the list there is no count to show: the platform is not
 	// asked to close anything.
-	p.sim.SetFault(app, simulator.EndpointSessions, simulator.Fault{Kind: simulator.FaultHTML502, Times: 1})
+	p.faults.SetFault(app, simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultHTML502, Times: 1})
 	res = p.run(t, nil, "sessions", "stop", "--app=museum-guide", "--all", "--yes")
 	assert.Equal(t, exitFailed, res.code)
 	assert.Contains(t, res.stderr, "listing the sessions of app museum-guide: getconcurrentList (app museum-guide): http: HTTP 502")

@@ -25,6 +25,7 @@ import (
 	"github.com/duix-exporter/duix_exporter/collector"
 	"github.com/duix-exporter/duix_exporter/config"
 	"github.com/duix-exporter/duix_exporter/internal/demo"
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
@@ -40,6 +41,7 @@ const hangTimeout = time.Minute
 // of time, however busy the machine.
 type platform struct {
 	sim    *simulator.Simulator
+	faults *platformtest.Faults
 	apps   map[string]simulator.DemoApp
 	base   string // base URL of the API
 	config string
@@ -48,10 +50,8 @@ type platform struct {
 func startPlatform(t *testing.T) *platform {
 	t.Helper()
 	sim, apps := simulator.NewDemo()
-	base, closeSim, err := sim.Listen("127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(closeSim)
-	p := &platform{sim: sim, apps: map[string]simulator.DemoApp{}, base: base, config: filepath.Join(t.TempDir(), "duix.yml")}
+	base, faults := platformtest.Start(t, sim)
+	p := &platform{sim: sim, faults: faults, apps: map[string]simulator.DemoApp{}, base: base, config: filepath.Join(t.TempDir(), "duix.yml")}
 	require.NoError(t, demo.WriteConfig(p.config, base, apps))
 	cfg, err := os.ReadFile(p.config)
 	require.NoError(t, err)

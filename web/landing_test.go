@@ -16,6 +16,7 @@ import (
 
 	"github.com/duix-exporter/duix_exporter/collector"
 	"github.com/duix-exporter/duix_exporter/config"
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -132,7 +133,7 @@ func TestLandingPageEscapesErrors(t *testing.T) {
 	exp := newTestExporter(t, p)
 	page := &landingPage{name: "duix_exporter", telemetryPath: "/custom-metrics", statuses: exp.Statuses}
 	// A gateway's HTML page ends up in the error message.
-	p.sim.SetFault(p.id("sales-avatar"), simulator.EndpointConcurrency, simulator.Fault{Kind: simulator.FaultHTML502})
+	p.faults.SetFault(p.id("sales-avatar"), simulator.EndpointConcurrency, platformtest.Fault{Kind: platformtest.FaultHTML502})
 	scrapeOnce(t, exp)
 
 	_, body := getLanding(t, page, "/")

@@ -198,7 +198,7 @@ func TestScrapeLimitIsSharedByMetricsAndProbe(t *testing.T) {
 
 	cancel()
 	require.Error(t, <-first)
-	p.sim.ClearFaults()
+	p.faults.ClearFaults()
 	// The calls of the first scrape go on (a shared call runs to its end):
 	// a scrape with a deadline of its own is answered, rather than 503.
 	require.Eventually(t, func() bool {
