@@ -154,6 +154,10 @@ duix_app_concurrency_in_use{app="beta"} 1
 # TYPE duix_app_concurrency_limit gauge
 duix_app_concurrency_limit{app="alpha"} 10
 duix_app_concurrency_limit{app="beta"} 3
+# HELP duix_app_errors_total Failed calls to the platform for the app (any endpoint), every reason together; present at 0 from the app's first scrape.
+# TYPE duix_app_errors_total counter
+duix_app_errors_total{app="alpha"} 0
+duix_app_errors_total{app="beta"} 0
 # HELP duix_app_info Facts about the app, value 1: app_id from the configuration, corp_id from cropId of getconcurrentNumber (last value seen).
 # TYPE duix_app_info gauge
 duix_app_info{app="alpha",app_id="app-alpha",corp_id="corp-alpha"} 1
@@ -186,7 +190,7 @@ duix_up{app="beta"} 1
 	names := []string{"duix_up", "duix_app_concurrency_limit", "duix_app_concurrency_in_use", "duix_app_active_sessions",
 		"duix_app_info", "duix_conversation_max_concurrent", "duix_conversation_info",
 		"duix_conversation_active_sessions", "duix_conversation_last_refresh_timestamp_seconds",
-		"duix_scrape_errors_total", "duix_app_rate_limited_until_timestamp_seconds", "duix_app_sessions_without_conversation"}
+		"duix_scrape_errors_total", "duix_app_errors_total", "duix_app_rate_limited_until_timestamp_seconds", "duix_app_sessions_without_conversation"}
 	require.NoError(t, testutil.CollectAndCompare(e.collector(), strings.NewReader(expected), names...))
 	n, err := testutil.GatherAndCount(gathererOf(e.collector()), "duix_scrape_duration_seconds")
 	require.NoError(t, err)
@@ -199,7 +203,7 @@ func gathererOf(c prometheus.Collector) prometheus.Gatherer {
 	return reg
 }
 
-// TestSeriesDependOnTheConfigurationAlone: a healthy app costs 7 series,
+// TestSeriesDependOnTheConfigurationAlone: a healthy app costs 8 series,
 // each configured conversation 4 more, and the session lifecycle 15 more
 // per app when it is on, whatever the platform names in its records.
 func TestSeriesDependOnTheConfigurationAlone(t *testing.T) {
@@ -222,7 +226,7 @@ func TestSeriesDependOnTheConfigurationAlone(t *testing.T) {
 			require.NoError(t, err)
 			_, err = e.sim.ForceSession("app-beta", "")
 			require.NoError(t, err)
-			want := 2*7 + 2*4
+			want := 2*8 + 2*4
 			if lifecycle {
 				want += 2 * 15
 			}
@@ -388,20 +392,29 @@ func TestConversationDetailsAreCachedAndKeptOnFailure(t *testing.T) {
 }
 
 func TestRetryAfterMarksAppRateLimited(t *testing.T) {
-	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, nil})
-	// One call at a time: getconcurrentList on the request's slot, then
-	// getconcurrentNumber on the next slot to free up.
-	setMaxConcurrency(t, e, 1)
-	e.sim.SetFault("app-a", simulator.EndpointConcurrency, simulator.Fault{Kind: simulator.FaultRateLimit429, RetryAfter: time.Hour, Times: 1})
-	e.scrapeText(t, context.Background())
-	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointSessions), "the list came before the 429")
+	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, nil}, appDef{"b", "app-b", "key-b", 5, nil})
+	e.sim.SetFault("app-a", "", simulator.Fault{Kind: simulator.FaultRateLimit429, RetryAfter: time.Hour})
 	body := e.scrapeText(t, context.Background())
+	// Each of the two calls got a 429, or was not made after the other's.
+	assert.Contains(t, body, `duix_scrape_errors_total{app="a",reason="rate_limited"} 2`)
+	assert.Contains(t, body, `duix_app_rate_limited_until_timestamp_seconds{app="a"} 1.8000036e+09`)
+	calls := e.sim.RequestsFor("app-a", simulator.EndpointConcurrency) + e.sim.RequestsFor("app-a", simulator.EndpointSessions)
+	require.Positive(t, calls)
+
+	e.clk.advance(30 * time.Minute)
+	body = e.scrapeText(t, context.Background())
 	assert.Contains(t, body, `duix_up{app="a"} 0`)
-	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointConcurrency), "no call while Retry-After applies")
-	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointSessions), "no call while Retry-After applies")
-	// One 429, then the second scrape's two refusals without a call.
-	assert.Contains(t, body, `duix_scrape_errors_total{app="a",reason="rate_limited"} 3`)
-	assert.Contains(t, body, `duix_app_rate_limited_until_timestamp_seconds{app="a"}`)
+	assert.Contains(t, body, `duix_scrape_errors_total{app="a",reason="rate_limited"} 4`, "skipped calls count")
+	assert.Contains(t, body, `duix_app_errors_total{app="a"} 4`)
+	assert.Equal(t, calls, e.sim.RequestsFor("app-a", simulator.EndpointConcurrency)+e.sim.RequestsFor("app-a", simulator.EndpointSessions),
+		"no call while Retry-After applies")
+	assert.Contains(t, body, `duix_up{app="b"} 1`, "other apps are called")
+
+	e.sim.ClearFaults()
+	e.clk.advance(31 * time.Minute)
+	body = e.scrapeText(t, context.Background())
+	assert.Contains(t, body, `duix_up{app="a"} 1`, "called again once it has passed")
+	assert.NotContains(t, body, "duix_app_rate_limited_until_timestamp_seconds")
 }
 
 func TestReloadKeepsStateOfUnchangedApps(t *testing.T) {

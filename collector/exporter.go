@@ -7,7 +7,6 @@ package collector
 import (
 	"context"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -38,24 +37,21 @@ type Exporter struct {
 	userAgent string
 	now       func() time.Time
 	shared    *prometheus.CounterVec
-	durations *prometheus.HistogramVec
-
-	flights flights
 
 	mu      sync.RWMutex
 	applied uint64 // configurations applied
 	set     settings
 	pool    *client.Pool
-	apps    []*appState          // in configuration order
-	byKey   map[string]*appState // by name
+	apps    []*appState // in configuration order
+	byName  map[string]*appState
 }
 
 // settings are what a scrape needs of the configuration in force.
 type settings struct {
 	api config.API
-	// sem bounds the calls to the platform in flight, across requests, to
-	// api.max_concurrency: a flight makes its calls on one slot. A request
-	// has as many workers.
+	// sem bounds the calls to the platform in flight, across apps and
+	// requests, to api.max_concurrency; a request fetches as many apps at
+	// once (workers).
 	sem     *semaphore.Weighted
 	workers int
 }
@@ -77,9 +73,7 @@ func New(opts Options) *Exporter {
 			Name: "duix_exporter_shared_fetches_total",
 			Help: "Per-app fetches that reused another request's work instead of calling the platform: how=\"in_flight\" joined calls under way, or reused calls that were under way or begun when the request arrived, how=\"cached\" reused a result younger than api.min_interval.",
 		}, []string{"how"}),
-		durations: newSessionDurations(),
-		flights:   flights{m: map[*appState]*flight{}},
-		byKey:     map[string]*appState{},
+		byName: map[string]*appState{},
 	}
 	for _, how := range []string{"in_flight", "cached"} {
 		e.shared.WithLabelValues(how) // both series from the start
@@ -93,8 +87,10 @@ func (e *Exporter) Register(reg prometheus.Registerer) error {
 }
 
 // Apply switches to cfg: it builds new clients and keeps the state (error
-// counts, conversation details, last result) of apps whose name and app_id
-// are unchanged. Apps no longer configured are dropped with their state.
+// counts, conversation details, last result, session lifecycle) of apps
+// whose name and app_id are unchanged. Apps no longer configured are
+// dropped with their state. The old clients' idle connections are closed
+// once their last call has ended.
 func (e *Exporter) Apply(cfg *config.Config) error {
 	pool, err := client.NewPool(cfg, client.PoolOptions{Metrics: e.metrics, UserAgent: e.userAgent, Now: e.now,
 		OnSecretFileError: func(kind, path string, err error) {
@@ -106,33 +102,20 @@ func (e *Exporter) Apply(cfg *config.Config) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	apps := make([]*appState, 0, len(cfg.Apps))
-	byKey := make(map[string]*appState, len(cfg.Apps))
-	lifeOn, maxTracked := cfg.Sessions.Lifecycle, cfg.Sessions.MaxTracked
+	byName := make(map[string]*appState, len(cfg.Apps))
 	for _, a := range cfg.Apps {
-		st := e.byKey[a.Name]
+		st := e.byName[a.Name]
 		if st == nil || st.appID != a.AppID {
-			st = newAppState(a.Name, a.AppID)
-			e.durations.DeleteLabelValues(a.Name) // a new app starts afresh
+			st = &appState{name: a.Name, appID: a.AppID}
 		}
-		ls := lifeSettings{maxTracked: maxTracked}
-		if lifeOn {
-			ls.durations = e.durations.WithLabelValues(a.Name).(prometheus.Histogram)
-		} else {
-			e.durations.DeleteLabelValues(a.Name)
-		}
-		st.configure(pool.Client(a.Name), a.Conversations, ls)
+		st.configure(pool.Client(a.Name), a.Conversations, cfg.Sessions.Lifecycle, cfg.Sessions.MaxTracked)
 		apps = append(apps, st)
-		byKey[a.Name] = st
+		byName[a.Name] = st
 	}
-	for name := range e.byKey {
-		if byKey[name] == nil {
-			e.durations.DeleteLabelValues(name)
-		}
-	}
-	old := e.pool
 	workers := max(cfg.API.MaxConcurrency, 1)
+	old := e.pool
 	e.set = settings{api: cfg.API, sem: semaphore.NewWeighted(int64(workers)), workers: workers}
-	e.pool, e.apps, e.byKey = pool, apps, byKey
+	e.pool, e.apps, e.byName = pool, apps, byName
 	e.applied++
 	if old != nil {
 		old.Close()
@@ -142,9 +125,39 @@ func (e *Exporter) Apply(cfg *config.Config) error {
 
 // HasApp reports whether name is a configured app.
 func (e *Exporter) HasApp(name string) bool {
+	return e.app(name) != nil
+}
+
+func (e *Exporter) app(name string) *appState {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	return e.byKey[name] != nil
+	return e.byName[name]
+}
+
+// AppClient returns the platform client of the named app, nil when it is
+// not configured.
+func (e *Exporter) AppClient(name string) *client.Client {
+	if st := e.app(name); st != nil {
+		return st.client()
+	}
+	return nil
+}
+
+// FirstSeen returns when the session lifecycle first listed the session
+// sessionID of the named app; ok is false when it does not follow it (an
+// unknown app or session, or the lifecycle off).
+func (e *Exporter) FirstSeen(app, sessionID string) (_ time.Time, ok bool) {
+	st := e.app(app)
+	if st == nil {
+		return time.Time{}, false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.life == nil {
+		return time.Time{}, false
+	}
+	t, ok := st.life.active[sessionID]
+	return t.firstSeen, ok
 }
 
 // Statuses returns the last result of every configured app, in
@@ -160,23 +173,21 @@ func (e *Exporter) Statuses() []Status {
 	return out
 }
 
-// snapshot returns the apps to scrape (all when names is empty), in name
-// order and without duplicates, and the settings in force.
+// snapshot returns the apps to scrape (all when names is empty), without
+// duplicates, and the settings in force.
 func (e *Exporter) snapshot(names []string) ([]*appState, settings) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	var out []*appState
 	if len(names) == 0 {
-		out = slices.Clone(e.apps)
-	} else {
-		for _, n := range names {
-			if st := e.byKey[n]; st != nil {
-				out = append(out, st)
-			}
+		return e.apps, e.set
+	}
+	var out []*appState
+	for _, n := range names {
+		if st := e.byName[n]; st != nil && !slices.Contains(out, st) {
+			out = append(out, st)
 		}
 	}
-	slices.SortFunc(out, func(a, b *appState) int { return strings.Compare(a.name, b.name) })
-	return slices.Compact(out), e.set
+	return out, e.set
 }
 
 // Collector returns the collector of one scrape of the named apps (all
@@ -185,7 +196,7 @@ func (e *Exporter) snapshot(names []string) ([]*appState, settings) {
 // now: it reuses what other requests fetch from now on, and the calls
 // under way now.
 func (e *Exporter) Collector(ctx context.Context, names ...string) prometheus.Collector {
-	return &scrape{e: e, ctx: ctx, names: names, arrived: time.Now()}
+	return &scrape{e: e, ctx: ctx, names: names, arrived: time.Now(), id: scrapeIDs.Add(1)}
 }
 
 // Generation counts the configurations applied: a scrape begun under one

@@ -1,9 +1,8 @@
 package collector
 
 import (
+	"slices"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Session lifecycle, as observed at fetch time: the platform only says
@@ -11,25 +10,6 @@ import (
 // successful lists of an app are compared. A session listed for the first
 // time has started; one listed before and not now has ended. Sessions
 // shorter than the time between two fetches are never seen.
-
-// sessionDurationBuckets are the classic buckets of
-// duix_app_session_duration_seconds: calls last tens of seconds to hours.
-var sessionDurationBuckets = []float64{30, 60, 120, 300, 600, 1800, 3600, 7200}
-
-// newSessionDurations returns the histogram vector of ended sessions'
-// durations, classic and native.
-func newSessionDurations() *prometheus.HistogramVec {
-	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "duix_app_session_duration_seconds",
-		Help: "Durations of the app's ended sessions, as observed at fetch time: from the record's start time (startTime of getconcurrentList) when it has one, else from when the session was first listed, to when it was last listed.",
-		// Buckets for scrapers of the classic form; a native histogram for
-		// those that negotiate one.
-		Buckets:                         sessionDurationBuckets,
-		NativeHistogramBucketFactor:     1.1,
-		NativeHistogramMaxBucketNumber:  100,
-		NativeHistogramMinResetDuration: time.Hour,
-	}, []string{"app"})
-}
 
 // seenSession is one entry of a session list, as far as the lifecycle
 // needs it.
@@ -40,8 +20,9 @@ type seenSession struct {
 
 // tracked is a session followed across fetches.
 type tracked struct {
-	start    time.Time // the record's start time, else when first listed
-	lastSeen time.Time
+	start     time.Time // the record's start time, else when first listed
+	firstSeen time.Time // when first listed
+	lastSeen  time.Time
 }
 
 // lifecycle is an app's sessions as last listed, and what was observed of
@@ -57,7 +38,11 @@ type lifecycle struct {
 	started, ended uint64
 	seconds        float64 // session-seconds
 	untracked      uint64  // sessions left unfollowed: over the cap, or without an ID
-	durations      prometheus.Observer
+	// The ended sessions' durations: count per bucket of
+	// sessionDurationBuckets (not cumulative), the +Inf count and the sum.
+	buckets     [8]uint64
+	count       uint64
+	durationSum float64
 }
 
 // observe compares a successful list, fetched at now, with the one before.
@@ -66,9 +51,6 @@ type lifecycle struct {
 // list holds the first entries of a list of total.
 func (l *lifecycle) observe(list []seenSession, total int, now time.Time, limit int) {
 	l.untracked += uint64(max(total-len(list), 0))
-	if l.active == nil {
-		l.active = make(map[string]tracked, len(list))
-	}
 	if l.baseline {
 		// Trapezoid: sessions listed at both ends count for the whole
 		// interval, those listed at one end only for half of it.
@@ -87,7 +69,7 @@ func (l *lifecycle) observe(list []seenSession, total int, now time.Time, limit 
 		}
 		t, known := l.active[s.id]
 		if !known {
-			t.start = now
+			t.start, t.firstSeen = now, now
 			if !s.start.IsZero() && !s.start.After(now) {
 				t.start = s.start
 			}
@@ -99,15 +81,32 @@ func (l *lifecycle) observe(list []seenSession, total int, now time.Time, limit 
 		next[s.id] = t
 	}
 	for id, t := range l.active {
-		if _, still := next[id]; still {
-			continue
-		}
-		l.ended++
-		if l.durations != nil {
-			l.durations.Observe(t.lastSeen.Sub(t.start).Seconds())
+		if _, still := next[id]; !still {
+			l.ended++
+			l.observeDuration(t.lastSeen.Sub(t.start).Seconds())
 		}
 	}
 	l.active, l.lastAt, l.lastCount, l.baseline = next, now, total, true
+}
+
+func (l *lifecycle) observeDuration(d float64) {
+	if i, _ := slices.BinarySearch(sessionDurationBuckets, d); i < len(l.buckets) {
+		l.buckets[i]++
+	}
+	l.count++
+	l.durationSum += d
+}
+
+// cumulativeBuckets returns the duration histogram's buckets as
+// MustNewConstHistogram wants them.
+func (l *lifecycle) cumulativeBuckets() map[float64]uint64 {
+	out := make(map[float64]uint64, len(sessionDurationBuckets))
+	var n uint64
+	for i, le := range sessionDurationBuckets {
+		n += l.buckets[i]
+		out[le] = n
+	}
+	return out
 }
 
 // oldestAge is the age of the oldest active session at now; 0 when none.

@@ -2,13 +2,14 @@ package collector
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// The metrics of a scrape, one descriptor each, declared once. Each HELP
-// text names the platform field the value comes from (see
-// docs/platform-api.md). Series per app: duix_up, the two concurrency
-// figures, active sessions, sessions without a conversation, info and
-// scrape duration (7 for a healthy app);
-// one errors series per reason that has occurred; the rate-limit deadline
-// while it applies. Each configured conversation adds at most 4.
+// The metrics of a scrape, one descriptor each, declared once; their values
+// are const metrics made at collect time. Each HELP text names the
+// platform field the value comes from (see docs/platform-api.md). Series
+// per app: duix_up, the two concurrency figures, active sessions, sessions
+// without a conversation, info, scrape duration and the errors of every
+// reason together (8 for a healthy app); one errors series per reason that
+// has occurred; the rate-limit deadline while it applies. Each configured
+// conversation adds at most 4.
 var (
 	upDesc = prometheus.NewDesc("duix_up",
 		"1 when both getconcurrentNumber and getconcurrentList answered successfully for the app in this scrape, else 0.",
@@ -31,6 +32,9 @@ var (
 	scrapeErrorsDesc = prometheus.NewDesc("duix_scrape_errors_total",
 		"Failed calls to the platform for the app (any endpoint), by reason: timeout, http, api, decode, auth, network, rate_limited. A series appears with the first failure of its reason.",
 		[]string{"app", "reason"}, nil)
+	appErrorsDesc = prometheus.NewDesc("duix_app_errors_total",
+		"Failed calls to the platform for the app (any endpoint), every reason together; present at 0 from the app's first scrape.",
+		[]string{"app"}, nil)
 	rateLimitedUntilDesc = prometheus.NewDesc("duix_app_rate_limited_until_timestamp_seconds",
 		"Until when the platform asked (HTTP 429 Retry-After) not to be called for the app; only present while it applies.",
 		[]string{"app"}, nil)
@@ -52,8 +56,8 @@ var (
 )
 
 // The session lifecycle, as observed at fetch time (see lifecycle.go): 4
-// series per app, plus duix_app_session_duration_seconds (11 classic series:
-// 8 buckets, +Inf, sum and count), when sessions.lifecycle is on.
+// series per app, plus duix_app_session_duration_seconds (11 series: 8
+// buckets, +Inf, sum and count), when sessions.lifecycle is on.
 var (
 	sessionsStartedDesc = prometheus.NewDesc("duix_app_sessions_started_total",
 		"Sessions of the app seen for the first time in getconcurrentList, as observed at fetch time (the first list after a start or a reload that adds the app is the baseline). Sessions shorter than the time between two fetches are not seen.",
@@ -70,11 +74,19 @@ var (
 	sessionsUntrackedDesc = prometheus.NewDesc("duix_app_sessions_untracked_total",
 		"Entries of getconcurrentList left out of the lifecycle: without a session ID, or over sessions.max_tracked. Present once one was.",
 		[]string{"app"}, nil)
+	sessionDurationDesc = prometheus.NewDesc("duix_app_session_duration_seconds",
+		"Durations of the app's ended sessions, as observed at fetch time: from the record's start time (startTime of getconcurrentList) when it has one, else from when the session was first listed, to when it was last listed.",
+		[]string{"app"}, nil)
 )
+
+// sessionDurationBuckets are the buckets of duix_app_session_duration_seconds:
+// calls last tens of seconds to hours.
+var sessionDurationBuckets = []float64{30, 60, 120, 300, 600, 1800, 3600, 7200}
 
 // descs lists every descriptor of a scrape, for Describe.
 var descs = []*prometheus.Desc{
-	upDesc, limitDesc, inUseDesc, activeSessionsDesc, appInfoDesc, scrapeDurationDesc, scrapeErrorsDesc,
+	upDesc, limitDesc, inUseDesc, activeSessionsDesc, appInfoDesc, scrapeDurationDesc, scrapeErrorsDesc, appErrorsDesc,
 	rateLimitedUntilDesc, conversationMaxDesc, conversationInfoDesc, conversationRefreshDesc, conversationSessionsDesc,
 	sessionsWithoutConversationDesc, sessionsStartedDesc, sessionsEndedDesc, oldestSessionAgeDesc, sessionSecondsDesc, sessionsUntrackedDesc,
+	sessionDurationDesc,
 }
