@@ -453,18 +453,15 @@ func TestStatuses(t *testing.T) {
 	assert.True(t, strings.HasPrefix(st[1].LastError, "http: "), st[1].LastError)
 }
 
-// An app's calls fit in a scrape when each of them does and
-// max_concurrency allows them at once: a platform that answers every call
-// in 300ms has the app up in a scrape of 1s, conversations due for a
-// refresh (all of them, at the first scrape) included.
-func TestSlowCallsOfOneAppFitTheScrapeWhenEachDoes(t *testing.T) {
-	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, []string{"c1", "c2", "c3", "c4"}})
-	for _, ep := range []string{client.EndpointConcurrency, client.EndpointSessions, client.EndpointConversation} {
-		e.sim.SetLatency("app-a", ep, 300*time.Millisecond)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	lines := strings.Split(e.scrapeText(t, ctx), "\n")
-	assert.Contains(t, lines, `duix_up{app="a"} 1`, "6 calls of 300ms, max_concurrency %d", config.DefaultAPI.MaxConcurrency)
+// An app's calls are made at once when max_concurrency allows: the
+// platform holds every answer until all six calls of the app (two, and
+// four conversations due at the first scrape) have arrived.
+func TestTheCallsOfOneAppAreMadeAtOnce(t *testing.T) {
+	e := newGatedEnv(t, appDef{"a", "app-a", "key-a", 5, []string{"c1", "c2", "c3", "c4"}})
+	scrape := e.scrapeAsync(t, context.Background())
+	waitFor(t, "all six calls reach the platform", func() bool { return e.gate.arrived.Load() == 6 })
+	e.gate.release()
+	lines := strings.Split(receive(t, scrape), "\n")
+	assert.Contains(t, lines, `duix_up{app="a"} 1`)
 	assert.Contains(t, lines, `duix_conversation_max_concurrent{app="a",conversation_id="c4"} 5`)
 }

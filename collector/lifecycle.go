@@ -5,44 +5,34 @@ import (
 	"time"
 )
 
-// Session lifecycle, as observed at fetch time: the platform only says
-// which sessions are active now (getconcurrentList), so consecutive
-// successful lists of an app are compared. A session listed for the first
-// time has started; one listed before and not now has ended. Sessions
-// shorter than the time between two fetches are never seen.
+// Session lifecycle, as observed at fetch time: consecutive successful
+// lists of an app are compared. A session listed for the first time has
+// started; one listed before and not now has ended.
 
-// seenSession is one entry of a session list, as far as the lifecycle
-// needs it.
+// seenSession is one entry of a list: its ID and the record's own start
+// time (zero when it has none).
 type seenSession struct {
 	id    string
-	start time.Time // the record's own start time; zero when it has none
+	start time.Time
 }
 
-// tracked is a session followed across fetches.
-type tracked struct {
-	start     time.Time // the record's start time, else when first listed
-	firstSeen time.Time // when first listed
-	lastSeen  time.Time
-}
+// tracked is a session followed across fetches; start is the record's
+// start time, else when first listed.
+type tracked struct{ start, firstSeen, lastSeen time.Time }
 
-// lifecycle is an app's sessions as last listed, and what was observed of
-// them so far.
+// lifecycle is an app's sessions as last listed, and what was observed.
 type lifecycle struct {
-	baseline bool // a list was seen: later new sessions have started
-	active   map[string]tracked
-	// lastAt and lastCount are the time and the length of the last list,
-	// for the integral of active sessions over time.
-	lastAt    time.Time
-	lastCount int
+	baseline  bool // a list was seen: later new sessions have started
+	active    map[string]tracked
+	lastAt    time.Time // time and length of the last list, for the
+	lastCount int       // integral of active sessions over time
 
-	started, ended uint64
-	seconds        float64 // session-seconds
-	untracked      uint64  // sessions left unfollowed: over the cap, or without an ID
-	// The ended sessions' durations: count per bucket of
-	// sessionDurationBuckets (not cumulative), the +Inf count and the sum.
-	buckets     [8]uint64
-	count       uint64
-	durationSum float64
+	started, ended, untracked uint64
+	seconds                   float64 // session-seconds
+	// Ended sessions' durations: cumulative counts per bucket of
+	// sessionDurationBuckets, and sum (their count is ended).
+	buckets [8]uint64
+	sum     float64
 }
 
 // observe compares a successful list, fetched at now, with the one before.
@@ -51,12 +41,10 @@ type lifecycle struct {
 // list holds the first entries of a list of total.
 func (l *lifecycle) observe(list []seenSession, total int, now time.Time, limit int) {
 	l.untracked += uint64(max(total-len(list), 0))
-	if l.baseline {
+	if dt := now.Sub(l.lastAt).Seconds(); l.baseline && dt > 0 {
 		// Trapezoid: sessions listed at both ends count for the whole
 		// interval, those listed at one end only for half of it.
-		if dt := now.Sub(l.lastAt).Seconds(); dt > 0 {
-			l.seconds += float64(l.lastCount+total) / 2 * dt
-		}
+		l.seconds += float64(l.lastCount+total) / 2 * dt
 	}
 	next := make(map[string]tracked, len(list))
 	for _, s := range list {
@@ -82,31 +70,14 @@ func (l *lifecycle) observe(list []seenSession, total int, now time.Time, limit 
 	}
 	for id, t := range l.active {
 		if _, still := next[id]; !still {
-			l.ended++
-			l.observeDuration(t.lastSeen.Sub(t.start).Seconds())
+			d := t.lastSeen.Sub(t.start).Seconds()
+			for i := slices.IndexFunc(sessionDurationBuckets, func(le float64) bool { return d <= le }); i >= 0 && i < len(l.buckets); i++ {
+				l.buckets[i]++
+			}
+			l.ended, l.sum = l.ended+1, l.sum+d
 		}
 	}
 	l.active, l.lastAt, l.lastCount, l.baseline = next, now, total, true
-}
-
-func (l *lifecycle) observeDuration(d float64) {
-	if i, _ := slices.BinarySearch(sessionDurationBuckets, d); i < len(l.buckets) {
-		l.buckets[i]++
-	}
-	l.count++
-	l.durationSum += d
-}
-
-// cumulativeBuckets returns the duration histogram's buckets as
-// MustNewConstHistogram wants them.
-func (l *lifecycle) cumulativeBuckets() map[float64]uint64 {
-	out := make(map[float64]uint64, len(sessionDurationBuckets))
-	var n uint64
-	for i, le := range sessionDurationBuckets {
-		n += l.buckets[i]
-		out[le] = n
-	}
-	return out
 }
 
 // oldestAge is the age of the oldest active session at now; 0 when none.
