@@ -39,8 +39,7 @@ type Exporter struct {
 	byName  map[string]*appState
 }
 
-// settings are what a scrape needs of the configuration in force; sem
-// bounds the calls to the platform in flight to api.max_concurrency.
+// settings are the configuration in force; sem bounds the calls in flight.
 type settings struct {
 	api config.API
 	sem *semaphore.Weighted

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"github.com/go-kit/log/level"
 
 	"github.com/duix-exporter/duix_exporter/client"
+	"github.com/duix-exporter/duix_exporter/config"
 )
 
 // Requests (/metrics, /probe) that want an app at the same time share its
@@ -28,7 +30,7 @@ var errRateLimited = errors.New("not called while the platform's Retry-After app
 
 // fetch returns the result of st for s, nil when s.ctx ended first.
 func (s *scrape) fetch(st *appState, set settings) *result {
-	r := st.lastResult()
+	r, flying := st.lastResult()
 	switch {
 	case r != nil && set.api.MinInterval > 0 && s.e.opts.Now().Sub(r.started) < time.Duration(set.api.MinInterval):
 		s.e.shared.WithLabelValues("cached").Inc()
@@ -38,12 +40,14 @@ func (s *scrape) fetch(st *appState, set settings) *result {
 		return r
 	case s.ctx.Err() != nil:
 		return nil
+	case flying: // joins it (or reuses it, landed since)
+		s.e.shared.WithLabelValues("in_flight").Inc()
 	}
 	mine := false // this request's function makes the calls
 	ch := st.flights.DoChan("", func() (any, error) { mine = true; return s.e.fly(st, set, s.arrived), nil })
 	select {
 	case res := <-ch:
-		if !mine { // read once the result is there: no race
+		if !mine && !flying { // joined a fetch that had not begun its calls
 			s.e.shared.WithLabelValues("in_flight").Inc()
 		}
 		return res.Val.(*result)
@@ -56,10 +60,12 @@ func (s *scrape) fetch(st *appState, set settings) *result {
 // records the outcome: getconcurrentNumber, any conversation due for a
 // refresh and getconcurrentList.
 func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
-	if r := st.lastResult(); r != nil && !r.landed.Before(arrived) {
+	st.mu.Lock()
+	if r := st.last; r != nil && !r.landed.Before(arrived) {
+		st.mu.Unlock()
 		return r // landed after the request looked, before this fetch began
 	}
-	st.mu.Lock()
+	st.flying = true
 	c, life, maxTracked, perConv := st.c, st.life != nil, st.maxTracked, make(map[string]int, len(st.conversations))
 	for _, cv := range st.conversations {
 		perConv[cv.id] = 0
@@ -110,7 +116,7 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 		r.sessions, r.noConv, r.perConv = n, noConv, perConv
 	}
 	wg.Wait()
-	r.duration, r.landed = time.Since(begun), time.Now()
+	r.duration = time.Since(begun)
 	st.record(r, list, listedAt)
 	return r
 }
@@ -122,7 +128,7 @@ func (e *Exporter) call(st *appState, c *client.Client, set settings, endpoint s
 	defer set.sem.Release(1)
 	err := errRateLimited
 	if c.RetryAfter().IsZero() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(set.api.Timeout))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cmp.Or(set.api.Timeout, config.DefaultAPI.Timeout)))
 		err = do(ctx)
 		cancel()
 	}

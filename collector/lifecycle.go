@@ -35,10 +35,9 @@ type lifecycle struct {
 	sum     float64
 }
 
-// observe compares a successful list, fetched at now, with the one before.
-// The first list after a start (or after the app was added) is the
-// baseline. Only sessions with an ID are followed, at most limit of them;
-// list holds the first entries of a list of total.
+// observe compares a successful list of total entries, fetched at now and
+// starting with list, with the one before; the first one is the baseline.
+// At most limit sessions with an ID are followed.
 func (l *lifecycle) observe(list []seenSession, total int, now time.Time, limit int) {
 	l.untracked += uint64(max(total-len(list), 0))
 	if dt := now.Sub(l.lastAt).Seconds(); l.baseline && dt > 0 {

@@ -2,7 +2,11 @@ package collector_test
 
 import (
 	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,4 +113,28 @@ func TestReloadDuringAFetchKeepsItsOutcome(t *testing.T) {
 	body := e.scrapeText(t, context.Background())
 	assert.Contains(t, body, `duix_up{app="a"} 1`)
 	assert.Contains(t, body, `duix_app_errors_total{app="a"} 1`)
+}
+
+// A reload closes the old clients' idle connections to the platform.
+func TestReloadClosesTheOldConnections(t *testing.T) {
+	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, []string{"c1"}}, appDef{"b", "app-b", "key-b", 5, nil})
+	var open atomic.Int64
+	srv := httptest.NewUnstartedServer(e.sim)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	cfg := *e.cfg
+	cfg.API.BaseURL = srv.URL + simulator.BasePath
+	require.NoError(t, e.exp.Apply(&cfg))
+	assert.Contains(t, e.scrapeText(t, context.Background()), `duix_up{app="b"} 1`)
+	require.Positive(t, open.Load(), "the scrape left connections open for the next one")
+	require.NoError(t, e.exp.Apply(&cfg))
+	waitFor(t, "the old connections to close", func() bool { return open.Load() == 0 })
 }

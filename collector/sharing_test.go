@@ -76,6 +76,7 @@ func TestConcurrentScrapesShareUpstreamCalls(t *testing.T) {
 	first := e.scrapeAsync(t, context.Background())
 	waitFor(t, "the first scrape's calls reach the platform", func() bool { return e.gate.arrived.Load() == 2 })
 	second := e.scrapeAsync(t, context.Background())
+	waitFor(t, "the second scrape joins them", func() bool { return e.shared("in_flight") == 1 })
 	e.gate.release()
 	for _, body := range []string{receive(t, first), receive(t, second)} {
 		assert.Contains(t, body, `duix_up{app="a"} 1`)

@@ -43,6 +43,7 @@ type appState struct {
 	conversations map[string]*conversation // by ID
 	errs          map[string]uint64
 	last          *result
+	flying        bool // a fetch is making its calls
 	corpID        string
 	life          *lifecycle // nil when the lifecycle is off
 	maxTracked    int
@@ -68,10 +69,11 @@ func (st *appState) configure(c *client.Client, ids []string, life bool, maxTrac
 	st.conversations = convs
 }
 
-func (st *appState) lastResult() *result {
+// lastResult returns the last result and whether a fetch is under way.
+func (st *appState) lastResult() (*result, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.last
+	return st.last, st.flying
 }
 
 // due returns the conversations due for a refresh, marked attempted; a
@@ -123,7 +125,7 @@ func reason(err error) string {
 func (st *appState) record(r *result, list []seenSession, listedAt time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.last = r
+	st.last, st.flying, r.landed = r, false, time.Now()
 	st.countError(r.concErr)
 	st.countError(r.sessErr)
 	if r.conc != nil {
