@@ -19,6 +19,7 @@ import (
 	"github.com/duix-exporter/duix_exporter/client"
 	"github.com/duix-exporter/duix_exporter/collector"
 	"github.com/duix-exporter/duix_exporter/config"
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -39,13 +40,14 @@ func (c *testClock) advance(d time.Duration) {
 }
 
 type env struct {
-	sim  *simulator.Simulator
-	gate *gate
-	srv  *httptest.Server
-	cfg  *config.Config
-	exp  *collector.Exporter
-	reg  *prometheus.Registry
-	clk  *testClock
+	sim    *simulator.Simulator
+	faults *platformtest.Faults
+	gate   *gate
+	srv    *httptest.Server
+	cfg    *config.Config
+	exp    *collector.Exporter
+	reg    *prometheus.Registry
+	clk    *testClock
 }
 
 type appDef struct {
@@ -67,7 +69,8 @@ func newGatedEnv(t *testing.T, apps ...appDef) *env {
 	t.Helper()
 	clk := &testClock{t: fixedNow}
 	sim := simulator.New(simulator.WithClock(clk.now))
-	g := newGate(sim)
+	faults := platformtest.New(sim)
+	g := newGate(faults)
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
 	t.Cleanup(g.release)
@@ -86,7 +89,7 @@ func newGatedEnv(t *testing.T, apps ...appDef) *env {
 	exp := collector.New(collector.Options{Metrics: client.NewMetrics(reg), Now: clk.now})
 	require.NoError(t, exp.Register(reg))
 	require.NoError(t, exp.Apply(cfg))
-	return &env{sim: sim, gate: g, srv: srv, cfg: cfg, exp: exp, reg: reg, clk: clk}
+	return &env{sim: sim, faults: faults, gate: g, srv: srv, cfg: cfg, exp: exp, reg: reg, clk: clk}
 }
 
 func (e *env) collector(names ...string) prometheus.Collector {
@@ -154,6 +157,10 @@ duix_app_concurrency_in_use{app="beta"} 1
 # TYPE duix_app_concurrency_limit gauge
 duix_app_concurrency_limit{app="alpha"} 10
 duix_app_concurrency_limit{app="beta"} 3
+# HELP duix_app_errors_total Failed calls to the platform for the app (any endpoint), every reason together; present at 0 from the app's first scrape.
+# TYPE duix_app_errors_total counter
+duix_app_errors_total{app="alpha"} 0
+duix_app_errors_total{app="beta"} 0
 # HELP duix_app_info Facts about the app, value 1: app_id from the configuration, corp_id from cropId of getconcurrentNumber (last value seen).
 # TYPE duix_app_info gauge
 duix_app_info{app="alpha",app_id="app-alpha",corp_id="corp-alpha"} 1
@@ -186,7 +193,7 @@ duix_up{app="beta"} 1
 	names := []string{"duix_up", "duix_app_concurrency_limit", "duix_app_concurrency_in_use", "duix_app_active_sessions",
 		"duix_app_info", "duix_conversation_max_concurrent", "duix_conversation_info",
 		"duix_conversation_active_sessions", "duix_conversation_last_refresh_timestamp_seconds",
-		"duix_scrape_errors_total", "duix_app_rate_limited_until_timestamp_seconds", "duix_app_sessions_without_conversation"}
+		"duix_scrape_errors_total", "duix_app_errors_total", "duix_app_rate_limited_until_timestamp_seconds", "duix_app_sessions_without_conversation"}
 	require.NoError(t, testutil.CollectAndCompare(e.collector(), strings.NewReader(expected), names...))
 	n, err := testutil.GatherAndCount(gathererOf(e.collector()), "duix_scrape_duration_seconds")
 	require.NoError(t, err)
@@ -199,7 +206,7 @@ func gathererOf(c prometheus.Collector) prometheus.Gatherer {
 	return reg
 }
 
-// TestSeriesDependOnTheConfigurationAlone: a healthy app costs 7 series,
+// TestSeriesDependOnTheConfigurationAlone: a healthy app costs 8 series,
 // each configured conversation 4 more, and the session lifecycle 15 more
 // per app when it is on, whatever the platform names in its records.
 func TestSeriesDependOnTheConfigurationAlone(t *testing.T) {
@@ -222,7 +229,7 @@ func TestSeriesDependOnTheConfigurationAlone(t *testing.T) {
 			require.NoError(t, err)
 			_, err = e.sim.ForceSession("app-beta", "")
 			require.NoError(t, err)
-			want := 2*7 + 2*4
+			want := 2*8 + 2*4
 			if lifecycle {
 				want += 2 * 15
 			}
@@ -285,7 +292,7 @@ func TestOneFaultyAppDoesNotTouchTheOthers(t *testing.T) {
 	)
 	_, err := e.sim.StartSession("app-good", "")
 	require.NoError(t, err)
-	e.sim.SetFault("app-bad", simulator.EndpointConcurrency, simulator.Fault{Kind: simulator.FaultHTML502})
+	e.faults.SetFault("app-bad", simulator.EndpointConcurrency, platformtest.Fault{Kind: platformtest.FaultHTML502})
 
 	expected := helpUp + `duix_up{app="bad"} 0
 duix_up{app="good"} 1
@@ -369,7 +376,7 @@ func TestConversationDetailsAreCachedAndKeptOnFailure(t *testing.T) {
 	// The refresh is due and fails: the last good values stay, with their
 	// refresh time.
 	e.clk.advance(2 * time.Minute)
-	e.sim.SetFault("app-a", simulator.EndpointConversation, simulator.Fault{Kind: simulator.FaultHTTP500})
+	e.faults.SetFault("app-a", simulator.EndpointConversation, platformtest.Fault{Kind: platformtest.FaultHTTP500})
 	body = scrape()
 	assert.Equal(t, int64(2), e.sim.Requests(simulator.EndpointConversation))
 	assert.Contains(t, body, `duix_conversation_max_concurrent{app="a",conversation_id="c1"} 2`)
@@ -378,7 +385,7 @@ func TestConversationDetailsAreCachedAndKeptOnFailure(t *testing.T) {
 	assert.Contains(t, body, `duix_up{app="a"} 1`, "a conversation failure does not mark the app down")
 
 	// A failed refresh is retried after a minute, not after the full period.
-	e.sim.ClearFaults()
+	e.faults.ClearFaults()
 	scrape()
 	assert.Equal(t, int64(2), e.sim.Requests(simulator.EndpointConversation))
 	e.clk.advance(time.Minute)
@@ -388,25 +395,34 @@ func TestConversationDetailsAreCachedAndKeptOnFailure(t *testing.T) {
 }
 
 func TestRetryAfterMarksAppRateLimited(t *testing.T) {
-	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, nil})
-	// One call at a time: getconcurrentList on the request's slot, then
-	// getconcurrentNumber on the next slot to free up.
-	setMaxConcurrency(t, e, 1)
-	e.sim.SetFault("app-a", simulator.EndpointConcurrency, simulator.Fault{Kind: simulator.FaultRateLimit429, RetryAfter: time.Hour, Times: 1})
-	e.scrapeText(t, context.Background())
-	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointSessions), "the list came before the 429")
+	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, nil}, appDef{"b", "app-b", "key-b", 5, nil})
+	e.faults.SetFault("app-a", "", platformtest.Fault{Kind: platformtest.FaultRateLimit429, RetryAfter: time.Hour})
 	body := e.scrapeText(t, context.Background())
+	// Each of the two calls got a 429, or was not made after the other's.
+	assert.Contains(t, body, `duix_scrape_errors_total{app="a",reason="rate_limited"} 2`)
+	assert.Contains(t, body, `duix_app_rate_limited_until_timestamp_seconds{app="a"} 1.8000036e+09`)
+	calls := e.sim.RequestsFor("app-a", simulator.EndpointConcurrency) + e.sim.RequestsFor("app-a", simulator.EndpointSessions)
+	require.Positive(t, calls)
+
+	e.clk.advance(30 * time.Minute)
+	body = e.scrapeText(t, context.Background())
 	assert.Contains(t, body, `duix_up{app="a"} 0`)
-	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointConcurrency), "no call while Retry-After applies")
-	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointSessions), "no call while Retry-After applies")
-	// One 429, then the second scrape's two refusals without a call.
-	assert.Contains(t, body, `duix_scrape_errors_total{app="a",reason="rate_limited"} 3`)
-	assert.Contains(t, body, `duix_app_rate_limited_until_timestamp_seconds{app="a"}`)
+	assert.Contains(t, body, `duix_scrape_errors_total{app="a",reason="rate_limited"} 4`, "skipped calls count")
+	assert.Contains(t, body, `duix_app_errors_total{app="a"} 4`)
+	assert.Equal(t, calls, e.sim.RequestsFor("app-a", simulator.EndpointConcurrency)+e.sim.RequestsFor("app-a", simulator.EndpointSessions),
+		"no call while Retry-After applies")
+	assert.Contains(t, body, `duix_up{app="b"} 1`, "other apps are called")
+
+	e.faults.ClearFaults()
+	e.clk.advance(31 * time.Minute)
+	body = e.scrapeText(t, context.Background())
+	assert.Contains(t, body, `duix_up{app="a"} 1`, "called again once it has passed")
+	assert.NotContains(t, body, "duix_app_rate_limited_until_timestamp_seconds")
 }
 
 func TestReloadKeepsStateOfUnchangedApps(t *testing.T) {
 	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, []string{"c1"}}, appDef{"b", "app-b", "key-b", 5, nil})
-	e.sim.SetFault("app-a", simulator.EndpointSessions, simulator.Fault{Kind: simulator.FaultHTTP500, Times: 1})
+	e.faults.SetFault("app-a", simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultHTTP500, Times: 1})
 	e.scrapeText(t, context.Background())
 	require.NoError(t, e.exp.Apply(e.cfg))
 	body := e.scrapeText(t, context.Background())
@@ -425,7 +441,7 @@ func TestReloadKeepsStateOfUnchangedApps(t *testing.T) {
 
 func TestStatuses(t *testing.T) {
 	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, nil}, appDef{"b", "app-b", "key-b", 7, nil})
-	e.sim.SetFault("app-b", simulator.EndpointSessions, simulator.Fault{Kind: simulator.FaultHTTP500})
+	e.faults.SetFault("app-b", simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultHTTP500})
 	st := e.exp.Statuses()
 	require.Len(t, st, 2)
 	assert.Equal(t, collector.Status{Name: "a", AppID: "app-a"}, st[0], "nothing known before a scrape")
@@ -440,18 +456,15 @@ func TestStatuses(t *testing.T) {
 	assert.True(t, strings.HasPrefix(st[1].LastError, "http: "), st[1].LastError)
 }
 
-// An app's calls fit in a scrape when each of them does and
-// max_concurrency allows them at once: a platform that answers every call
-// in 300ms has the app up in a scrape of 1s, conversations due for a
-// refresh (all of them, at the first scrape) included.
-func TestSlowCallsOfOneAppFitTheScrapeWhenEachDoes(t *testing.T) {
-	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, []string{"c1", "c2", "c3", "c4"}})
-	for _, ep := range []string{client.EndpointConcurrency, client.EndpointSessions, client.EndpointConversation} {
-		e.sim.SetLatency("app-a", ep, 300*time.Millisecond)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	lines := strings.Split(e.scrapeText(t, ctx), "\n")
-	assert.Contains(t, lines, `duix_up{app="a"} 1`, "6 calls of 300ms, max_concurrency %d", config.DefaultAPI.MaxConcurrency)
+// An app's calls are made at once when max_concurrency allows: the
+// platform holds every answer until all six calls of the app (two, and
+// four conversations due at the first scrape) have arrived.
+func TestTheCallsOfOneAppAreMadeAtOnce(t *testing.T) {
+	e := newGatedEnv(t, appDef{"a", "app-a", "key-a", 5, []string{"c1", "c2", "c3", "c4"}})
+	scrape := e.scrapeAsync(t, context.Background())
+	waitFor(t, "all six calls reach the platform", func() bool { return e.gate.arrived.Load() == 6 })
+	e.gate.release()
+	lines := strings.Split(receive(t, scrape), "\n")
+	assert.Contains(t, lines, `duix_up{app="a"} 1`)
 	assert.Contains(t, lines, `duix_conversation_max_concurrent{app="a",conversation_id="c4"} 5`)
 }

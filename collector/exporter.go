@@ -1,13 +1,11 @@
 // Package collector turns the platform's answers into Prometheus metrics.
-// An Exporter holds the per-app state that outlives a scrape (the last
-// result, conversation details, error counts); Collector returns the
-// prometheus.Collector of one scrape, bounded by the scrape's deadline.
+// An Exporter holds the per-app state that outlives a scrape; Collector
+// returns the prometheus.Collector of one scrape, bounded by its deadline.
 package collector
 
 import (
 	"context"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,42 +20,29 @@ import (
 
 // Options configure an Exporter.
 type Options struct {
-	Logger log.Logger
-	// Metrics instruments the platform client (shared across reloads).
-	Metrics *client.Metrics
-	// UserAgent is sent with every upstream request.
-	UserAgent string
-	// Now is the clock of timestamps and of api.min_interval (nil: time.Now).
-	Now func() time.Time
+	Logger    log.Logger
+	Metrics   *client.Metrics  // instruments the platform client, across reloads
+	UserAgent string           // sent with every request to the platform
+	Now       func() time.Time // the clock of timestamps and api.min_interval (nil: time.Now)
 }
 
 // Exporter collects the metrics of the configured apps.
 type Exporter struct {
-	logger    log.Logger
-	metrics   *client.Metrics
-	userAgent string
-	now       func() time.Time
-	shared    *prometheus.CounterVec
-	durations *prometheus.HistogramVec
-
-	flights flights
+	opts   Options
+	shared *prometheus.CounterVec
 
 	mu      sync.RWMutex
 	applied uint64 // configurations applied
 	set     settings
 	pool    *client.Pool
-	apps    []*appState          // in configuration order
-	byKey   map[string]*appState // by name
+	apps    []*appState // in configuration order
+	byName  map[string]*appState
 }
 
-// settings are what a scrape needs of the configuration in force.
+// settings are the configuration in force; sem bounds the calls in flight.
 type settings struct {
 	api config.API
-	// sem bounds the calls to the platform in flight, across requests, to
-	// api.max_concurrency: a flight makes its calls on one slot. A request
-	// has as many workers.
-	sem     *semaphore.Weighted
-	workers int
+	sem *semaphore.Weighted
 }
 
 // New returns an Exporter with no apps; call Apply with a configuration.
@@ -68,128 +53,118 @@ func New(opts Options) *Exporter {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	e := &Exporter{
-		logger:    opts.Logger,
-		metrics:   opts.Metrics,
-		userAgent: opts.UserAgent,
-		now:       opts.Now,
-		shared: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "duix_exporter_shared_fetches_total",
-			Help: "Per-app fetches that reused another request's work instead of calling the platform: how=\"in_flight\" joined calls under way, or reused calls that were under way or begun when the request arrived, how=\"cached\" reused a result younger than api.min_interval.",
-		}, []string{"how"}),
-		durations: newSessionDurations(),
-		flights:   flights{m: map[*appState]*flight{}},
-		byKey:     map[string]*appState{},
-	}
-	for _, how := range []string{"in_flight", "cached"} {
-		e.shared.WithLabelValues(how) // both series from the start
-	}
+	e := &Exporter{opts: opts, shared: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "duix_exporter_shared_fetches_total",
+		Help: "Per-app fetches that reused another request's work instead of calling the platform: how=\"in_flight\" joined calls under way, or reused calls that were under way or begun when the request arrived, how=\"cached\" reused a result younger than api.min_interval.",
+	}, []string{"how"})}
+	e.shared.WithLabelValues("in_flight") // both series from the start
+	e.shared.WithLabelValues("cached")
 	return e
 }
 
 // Register registers the exporter's own process-wide metrics.
-func (e *Exporter) Register(reg prometheus.Registerer) error {
-	return reg.Register(e.shared)
-}
+func (e *Exporter) Register(reg prometheus.Registerer) error { return reg.Register(e.shared) }
 
-// Apply switches to cfg: it builds new clients and keeps the state (error
-// counts, conversation details, last result) of apps whose name and app_id
-// are unchanged. Apps no longer configured are dropped with their state.
+// Apply switches to cfg, keeping the state of the apps whose name and
+// app_id are unchanged; other apps start afresh. The old clients' idle
+// connections are closed once their last call has ended.
 func (e *Exporter) Apply(cfg *config.Config) error {
-	pool, err := client.NewPool(cfg, client.PoolOptions{Metrics: e.metrics, UserAgent: e.userAgent, Now: e.now,
+	pool, err := client.NewPool(cfg, client.PoolOptions{Metrics: e.opts.Metrics, UserAgent: e.opts.UserAgent, Now: e.opts.Now,
 		OnSecretFileError: func(kind, path string, err error) {
-			level.Warn(e.logger).Log("msg", "Refused a changed "+kind+" file, keeping the last good one", "file", path, "err", err)
+			level.Warn(e.opts.Logger).Log("msg", "Refused a changed "+kind+" file, keeping the last good one", "file", path, "err", err)
 		}})
 	if err != nil {
 		return err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	apps := make([]*appState, 0, len(cfg.Apps))
-	byKey := make(map[string]*appState, len(cfg.Apps))
-	lifeOn, maxTracked := cfg.Sessions.Lifecycle, cfg.Sessions.MaxTracked
+	apps, byName := make([]*appState, 0, len(cfg.Apps)), make(map[string]*appState, len(cfg.Apps))
 	for _, a := range cfg.Apps {
-		st := e.byKey[a.Name]
+		st := e.byName[a.Name]
 		if st == nil || st.appID != a.AppID {
-			st = newAppState(a.Name, a.AppID)
-			e.durations.DeleteLabelValues(a.Name) // a new app starts afresh
+			st = &appState{name: a.Name, appID: a.AppID, errs: map[string]uint64{}}
 		}
-		ls := lifeSettings{maxTracked: maxTracked}
-		if lifeOn {
-			ls.durations = e.durations.WithLabelValues(a.Name).(prometheus.Histogram)
-		} else {
-			e.durations.DeleteLabelValues(a.Name)
-		}
-		st.configure(pool.Client(a.Name), a.Conversations, ls)
-		apps = append(apps, st)
-		byKey[a.Name] = st
+		st.configure(pool.Client(a.Name), a.Conversations, cfg.Sessions.Lifecycle, cfg.Sessions.MaxTracked)
+		apps, byName[a.Name] = append(apps, st), st
 	}
-	for name := range e.byKey {
-		if byKey[name] == nil {
-			e.durations.DeleteLabelValues(name)
-		}
+	if e.pool != nil {
+		e.pool.Close()
 	}
-	old := e.pool
-	workers := max(cfg.API.MaxConcurrency, 1)
-	e.set = settings{api: cfg.API, sem: semaphore.NewWeighted(int64(workers)), workers: workers}
-	e.pool, e.apps, e.byKey = pool, apps, byKey
+	e.set = settings{api: cfg.API, sem: semaphore.NewWeighted(int64(max(cfg.API.MaxConcurrency, 1)))}
+	e.pool, e.apps, e.byName = pool, apps, byName
 	e.applied++
-	if old != nil {
-		old.Close()
-	}
 	return nil
 }
 
-// HasApp reports whether name is a configured app.
-func (e *Exporter) HasApp(name string) bool {
+func (e *Exporter) app(name string) *appState {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	return e.byKey[name] != nil
+	return e.byName[name]
 }
 
-// Statuses returns the last result of every configured app, in
-// configuration order.
+// HasApp reports whether name is a configured app.
+func (e *Exporter) HasApp(name string) bool { return e.app(name) != nil }
+
+// AppClient returns the platform client of the named app (nil: unknown).
+func (e *Exporter) AppClient(name string) *client.Client {
+	st := e.app(name)
+	if st == nil {
+		return nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.c
+}
+
+// FirstSeen returns when the session lifecycle first listed the session;
+// ok is false when it does not follow it (or the lifecycle is off).
+func (e *Exporter) FirstSeen(app, sessionID string) (_ time.Time, ok bool) {
+	if st := e.app(app); st != nil {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if st.life != nil {
+			t, ok := st.life.active[sessionID]
+			return t.firstSeen, ok
+		}
+	}
+	return time.Time{}, false
+}
+
+// Statuses returns the last result of every app, in configuration order.
 func (e *Exporter) Statuses() []Status {
-	e.mu.RLock()
-	apps := e.apps
-	e.mu.RUnlock()
-	out := make([]Status, 0, len(apps))
-	for _, st := range apps {
-		out = append(out, st.status())
+	apps, _ := e.snapshot(nil)
+	out := make([]Status, len(apps))
+	for i, st := range apps {
+		out[i] = st.status()
 	}
 	return out
 }
 
-// snapshot returns the apps to scrape (all when names is empty), in name
-// order and without duplicates, and the settings in force.
+// snapshot returns the named apps (all when none), each once, and the
+// settings in force.
 func (e *Exporter) snapshot(names []string) ([]*appState, settings) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	var out []*appState
 	if len(names) == 0 {
-		out = slices.Clone(e.apps)
-	} else {
-		for _, n := range names {
-			if st := e.byKey[n]; st != nil {
-				out = append(out, st)
-			}
+		return e.apps, e.set
+	}
+	var out []*appState
+	for _, n := range names {
+		if st := e.byName[n]; st != nil && !slices.Contains(out, st) {
+			out = append(out, st)
 		}
 	}
-	slices.SortFunc(out, func(a, b *appState) int { return strings.Compare(a.name, b.name) })
-	return slices.Compact(out), e.set
+	return out, e.set
 }
 
 // Collector returns the collector of one scrape of the named apps (all
-// when names is empty), bounded by ctx: an app whose calls are not done
-// when ctx ends is reported with duix_up 0. The scrape's request arrived
-// now: it reuses what other requests fetch from now on, and the calls
-// under way now.
+// when none): an app not fetched when ctx ends has duix_up 0. Its request
+// arrives now: it reuses what lands from now on.
 func (e *Exporter) Collector(ctx context.Context, names ...string) prometheus.Collector {
 	return &scrape{e: e, ctx: ctx, names: names, arrived: time.Now()}
 }
 
-// Generation counts the configurations applied: a scrape begun under one
-// reports its apps.
+// Generation counts the configurations applied.
 func (e *Exporter) Generation() uint64 {
 	e.mu.RLock()
 	defer e.mu.RUnlock()

@@ -25,6 +25,7 @@ import (
 	"github.com/duix-exporter/duix_exporter/client"
 	"github.com/duix-exporter/duix_exporter/collector"
 	"github.com/duix-exporter/duix_exporter/config"
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -38,13 +39,17 @@ import (
 // -v -run TestFaultMatrix ./collector/) and, when DUIX_FAULT_MATRIX_OUT
 // names a file, written there.
 const (
-	fmApps          = 20
-	fmFaulty        = 7 // index of the faulty app
-	fmScrapes       = 2
-	fmAPITimeout    = 2 * time.Second
+	fmApps    = 20
+	fmFaulty  = 7 // index of the faulty app
+	fmScrapes = 2
+	// fmAPITimeout is generous, so that a healthy app's calls never run
+	// out of it on a busy machine; the rows whose fault is a platform that
+	// takes too long use fmShortTimeout.
+	fmAPITimeout    = 3 * time.Second
+	fmShortTimeout  = time.Second
 	fmScrapeTimeout = 10 * time.Second
 	fmOffset        = 500 * time.Millisecond
-	fmMaxBody       = config.DefaultMaxResponseBytes // 16 MiB, the default
+	fmMaxBody       = 1 << 20 // max_response_bytes: 1 MiB
 	// Retained heap after a row, once collected, may exceed the heap
 	// before it by at most this much.
 	fmMaxRetained = 8 << 20
@@ -53,12 +58,8 @@ const (
 	fmMaxPeak = 32 << 20
 	// ... except while an oversized body without Content-Length is read:
 	// encoding/json buffers the value being decoded, so each such request
-	// may hold about 4 × max_response_bytes until the cap stops it; the
-	// faulty app makes 4 requests at once (2 conversations). The rest of
-	// the row comes on top, as in any row: the heap counted is every
-	// object not yet swept, so where the GC has got to decides how much of
-	// the buffers' garbage is left (a CI run under the race detector, on a
-	// busy machine, saw 260.9 MiB against 256 without it).
+	// may hold a few times max_response_bytes until the cap stops it; the
+	// faulty app makes 4 requests at once (2 conversations).
 	fmOversizedPeak = 4*4*fmMaxBody + fmMaxPeak
 )
 
@@ -68,7 +69,7 @@ type faultRow struct {
 	name string
 	how  string
 	// Exactly one of fault, latency and refused is set.
-	fault   *simulator.Fault
+	fault   *platformtest.Fault
 	latency time.Duration
 	refused bool
 	// chunked strips the Content-Length of the faulty app's answers, so
@@ -95,28 +96,28 @@ func allReasons(r string) map[string]string {
 }
 
 func faultRows() []faultRow {
-	f := func(k simulator.FaultKind) *simulator.Fault { return &simulator.Fault{Kind: k} }
+	f := func(k platformtest.FaultKind) *platformtest.Fault { return &platformtest.Fault{Kind: k} }
 	return []faultRow{
-		{name: "upstream timeout", how: "no answer for 30 s (api.timeout 2 s)", latency: 30 * time.Second, want: allReasons(client.ReasonTimeout)},
+		{name: "upstream timeout", how: "no answer for 30 s (api.timeout 1 s)", latency: 30 * time.Second, apiTimeout: fmShortTimeout, want: allReasons(client.ReasonTimeout)},
 		{name: "connection refused", how: "base_url on a closed loopback port (own exporter)", refused: true, want: allReasons(client.ReasonNetwork)},
-		{name: "connection reset mid-body", how: "headers and half the body, then TCP RST", fault: f(simulator.FaultResetConnection), want: allReasons(client.ReasonNetwork)},
-		{name: "401", how: "HTTP 401, code 401", fault: f(simulator.FaultUnauthorized401), want: allReasons(client.ReasonAuth)},
-		{name: "403", how: "HTTP 403, code 403", fault: f(simulator.FaultForbidden403), want: allReasons(client.ReasonAuth)},
-		{name: "429", how: "HTTP 429, Retry-After 60 s", fault: &simulator.Fault{Kind: simulator.FaultRateLimit429, RetryAfter: time.Minute}, want: allReasons(client.ReasonRateLimited)},
-		{name: "500", how: "HTTP 500, JSON envelope", fault: f(simulator.FaultHTTP500), want: allReasons(client.ReasonHTTP)},
-		{name: "502 HTML", how: "HTTP 502, nginx HTML page", fault: f(simulator.FaultHTML502), want: allReasons(client.ReasonHTTP)},
-		{name: "truncated JSON", how: "HTTP 200, first half of the body", fault: f(simulator.FaultTruncatedJSON), want: allReasons(client.ReasonDecode)},
-		{name: "wrong value types", how: "numbers as strings, objects as arrays", fault: f(simulator.FaultWrongTypes), want: allReasons(client.ReasonDecode)},
-		{name: "success=false", how: "HTTP 200, success false, code 500", fault: f(simulator.FaultSuccessFalse), want: allReasons(client.ReasonAPI)},
-		{name: "null data", how: "success true, data null (an empty session list is valid)", fault: f(simulator.FaultNullData), want: map[string]string{
+		{name: "connection reset mid-body", how: "headers and half the body, then TCP RST", fault: f(platformtest.FaultResetConnection), want: allReasons(client.ReasonNetwork)},
+		{name: "401", how: "HTTP 401, code 401", fault: f(platformtest.FaultUnauthorized401), want: allReasons(client.ReasonAuth)},
+		{name: "403", how: "HTTP 403, code 403", fault: f(platformtest.FaultForbidden403), want: allReasons(client.ReasonAuth)},
+		{name: "429", how: "HTTP 429, Retry-After 60 s", fault: &platformtest.Fault{Kind: platformtest.FaultRateLimit429, RetryAfter: time.Minute}, want: allReasons(client.ReasonRateLimited)},
+		{name: "500", how: "HTTP 500, JSON envelope", fault: f(platformtest.FaultHTTP500), want: allReasons(client.ReasonHTTP)},
+		{name: "502 HTML", how: "HTTP 502, nginx HTML page", fault: f(platformtest.FaultHTML502), want: allReasons(client.ReasonHTTP)},
+		{name: "truncated JSON", how: "HTTP 200, first half of the body", fault: f(platformtest.FaultTruncatedJSON), want: allReasons(client.ReasonDecode)},
+		{name: "wrong value types", how: "numbers as strings, objects as arrays", fault: f(platformtest.FaultWrongTypes), want: allReasons(client.ReasonDecode)},
+		{name: "success=false", how: "HTTP 200, success false, code 500", fault: f(platformtest.FaultSuccessFalse), want: allReasons(client.ReasonAPI)},
+		{name: "null data", how: "success true, data null (an empty session list is valid)", fault: f(platformtest.FaultNullData), want: map[string]string{
 			client.EndpointConcurrency: client.ReasonDecode, client.EndpointSessions: "", client.EndpointConversation: client.ReasonDecode}},
-		{name: "50 MiB body", how: "valid JSON of 50 MiB with its Content-Length (max_response_bytes 16 MiB)", fault: &simulator.Fault{Kind: simulator.FaultOversizedBody, Bytes: 50 << 20}, want: allReasons(client.ReasonDecode)},
-		{name: "50 MiB body, chunked", how: "the same without Content-Length: read up to the cap", fault: &simulator.Fault{Kind: simulator.FaultOversizedBody, Bytes: 50 << 20}, chunked: true,
+		{name: "oversized body", how: "valid JSON of 8 MiB with its Content-Length (max_response_bytes 1 MiB)", fault: &platformtest.Fault{Kind: platformtest.FaultOversizedBody, Bytes: 8 << 20}, want: allReasons(client.ReasonDecode)},
+		{name: "oversized body, chunked", how: "the same without Content-Length: read up to the cap", fault: &platformtest.Fault{Kind: platformtest.FaultOversizedBody, Bytes: 8 << 20}, chunked: true,
 			want: allReasons(client.ReasonDecode), maxPeak: fmOversizedPeak, orTimeout: true,
-			// Reading 16 MiB takes over a second with the race detector
-			// on a busy machine: it may reach the cap or run out of time.
-			apiTimeout: 4 * time.Second},
-		{name: "slow drip", how: "headers at once, body in 10 chunks 1 s apart", fault: &simulator.Fault{Kind: simulator.FaultSlowBody, Delay: time.Second}, want: allReasons(client.ReasonTimeout)},
+			// With the race detector on a busy machine, the capped read
+			// may reach the cap or run out of time.
+		},
+		{name: "slow drip", how: "headers at once, body in 10 chunks 1 s apart", fault: &platformtest.Fault{Kind: platformtest.FaultSlowBody, Delay: time.Second}, apiTimeout: fmShortTimeout, want: allReasons(client.ReasonTimeout)},
 	}
 }
 
@@ -161,6 +162,7 @@ func (a fmApp) totalSessions() int {
 // fmEnv is one row's platform and exporter(s).
 type fmEnv struct {
 	sim     *simulator.Simulator
+	faults  *platformtest.Faults
 	simSrv  *httptest.Server
 	apps    []fmApp
 	servers []*httptest.Server // /metrics of each exporter
@@ -195,10 +197,11 @@ func fmExporter(t *testing.T, cfg *config.Config) *httptest.Server {
 func newFMEnv(t *testing.T, row faultRow) *fmEnv {
 	t.Helper()
 	e := &fmEnv{sim: simulator.New()}
-	var h http.Handler = e.sim
+	e.faults = platformtest.New(e.sim)
+	var h http.Handler = e.faults
 	if row.chunked {
 		faulty := newFMApp(fmFaulty)
-		h = stripLength(e.sim, faulty.id, faulty.convs)
+		h = stripLength(e.faults, faulty.id, faulty.convs)
 	}
 	e.simSrv = httptest.NewServer(h)
 	for i := range fmApps {
@@ -227,7 +230,7 @@ func newFMEnv(t *testing.T, row faultRow) *fmEnv {
 			fmExporter(t, fmConfig(row, base, healthy)),
 			fmExporter(t, fmConfig(row, "http://"+closedPort(t)+simulator.BasePath, []fmApp{faulty})))
 	case row.fault != nil:
-		e.sim.SetFault(faulty.id, "", *row.fault)
+		e.faults.SetFault(faulty.id, "", *row.fault)
 		e.servers = append(e.servers, fmExporter(t, fmConfig(row, base, e.apps)))
 	default:
 		e.sim.SetLatency(faulty.id, "", row.latency)
@@ -359,6 +362,7 @@ func checkHealthy(t *testing.T, s samples, a fmApp) {
 		sampleKey("duix_app_active_sessions", app):                         float64(a.totalSessions()),
 		sampleKey("duix_app_info", app, "app_id="+a.id, "corp_id="+a.corp): 1,
 		sampleKey("duix_app_sessions_without_conversation", app):           float64(a.sessions[""]),
+		sampleKey("duix_app_errors_total", app):                            0,
 	}
 	for _, c := range a.convs {
 		cid := "conversation_id=" + c
@@ -384,7 +388,13 @@ func checkHealthy(t *testing.T, s samples, a fmApp) {
 	}
 	// want, plus conversation_info and the refresh timestamp per
 	// conversation, plus the scrape duration; no error series.
-	assert.Equal(t, len(want)+2*len(a.convs)+1, n, "healthy %s: number of series", a.name)
+	if !assert.Equal(t, len(want)+2*len(a.convs)+1, n, "healthy %s: number of series", a.name) {
+		for k, v := range s {
+			if strings.Contains(k, "{"+app+",") && strings.Contains(k, "reason") {
+				t.Log(k, v)
+			}
+		}
+	}
 }
 
 // checkFaulty requires duix_up 0 and the expected reasons, and returns the
@@ -416,6 +426,11 @@ func checkFaulty(t *testing.T, s samples, a fmApp, row faultRow) string {
 			seen = append(seen, fmt.Sprintf("%s %g", r, v))
 		}
 	}
+	total := 0.0
+	for _, v := range got {
+		total += v
+	}
+	assert.Equal(t, total, s[sampleKey("duix_app_errors_total", app)], "every reason together")
 	if row.orTimeout {
 		// On a slow machine the capped read may run out of time first.
 		assert.Equal(t, want[row.want[client.EndpointConcurrency]], got[row.want[client.EndpointConcurrency]]+got[client.ReasonTimeout], "failed calls")
@@ -543,10 +558,10 @@ func TestFaultMatrix(t *testing.T) {
 
 func fmTable(results []fmResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "One faulty app among %d, %d scrapes of /metrics per fault (scrape timeout %s, api.timeout %s). "+
+	fmt.Fprintf(&b, "One faulty app among %d, %d scrapes of /metrics per fault (scrape timeout %s, api.timeout %s, %s for a platform that takes too long). "+
 		"Errors: the faulty app's duix_scrape_errors_total by reason after the scrapes, all endpoints together "+
 		"(its 2 conversations are fetched once each; a failed one is retried after a minute).\n\n",
-		fmApps, fmScrapes, fmScrapeTimeout, fmAPITimeout)
+		fmApps, fmScrapes, fmScrapeTimeout, fmAPITimeout, fmShortTimeout)
 	b.WriteString("| fault | injected as | duix_up | duix_scrape_errors_total by reason | slowest /metrics | other 19 apps | goroutines leaked | heap peak / retained (MiB) |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {

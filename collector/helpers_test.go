@@ -22,27 +22,42 @@ func configSecret(s string) promconfig.Secret { return promconfig.Secret(s) }
 // Prometheus' scrape-timeout header less offset, then the process-wide
 // metrics of process (if any).
 func handlerFor(exp *collector.Exporter, process prometheus.Gatherer, offset time.Duration, names ...string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		if v := r.Header.Get("X-Prometheus-Scrape-Timeout-Seconds"); v != "" {
-			secs, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				http.Error(w, "bad timeout", http.StatusBadRequest)
-				return
-			}
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, time.Duration(secs*float64(time.Second))-offset)
-			defer cancel()
+	return scrapeHandler{exp: exp, process: process, offset: offset, names: names}
+}
+
+type scrapeHandler struct {
+	exp     *collector.Exporter
+	process prometheus.Gatherer
+	offset  time.Duration
+	names   []string
+	// arrived, when set, is called once the request's collector exists:
+	// from then on, the request shares what is fetched for others.
+	arrived func()
+}
+
+func (h scrapeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	if v := r.Header.Get("X-Prometheus-Scrape-Timeout-Seconds"); v != "" {
+		secs, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			http.Error(w, "bad timeout", http.StatusBadRequest)
+			return
 		}
-		// Pedantic: every sample is checked against its descriptor.
-		reg := prometheus.NewPedanticRegistry()
-		reg.MustRegister(exp.Collector(ctx, names...))
-		g := prometheus.Gatherers{reg}
-		if process != nil {
-			g = append(g, process)
-		}
-		promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP(w, r)
-	})
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(secs*float64(time.Second))-h.offset)
+		defer cancel()
+	}
+	// Pedantic: every sample is checked against its descriptor.
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(h.exp.Collector(ctx, h.names...))
+	if h.arrived != nil {
+		h.arrived()
+	}
+	g := prometheus.Gatherers{reg}
+	if h.process != nil {
+		g = append(g, h.process)
+	}
+	promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP(w, r)
 }
 
 // gate holds every request to next until the test opens it (or the

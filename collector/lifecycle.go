@@ -1,80 +1,49 @@
 package collector
 
 import (
+	"slices"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Session lifecycle, as observed at fetch time: the platform only says
-// which sessions are active now (getconcurrentList), so consecutive
-// successful lists of an app are compared. A session listed for the first
-// time has started; one listed before and not now has ended. Sessions
-// shorter than the time between two fetches are never seen.
+// Session lifecycle, as observed at fetch time: consecutive successful
+// lists of an app are compared. A session listed for the first time has
+// started; one listed before and not now has ended.
 
-// sessionDurationBuckets are the classic buckets of
-// duix_app_session_duration_seconds: calls last tens of seconds to hours.
-var sessionDurationBuckets = []float64{30, 60, 120, 300, 600, 1800, 3600, 7200}
-
-// newSessionDurations returns the histogram vector of ended sessions'
-// durations, classic and native.
-func newSessionDurations() *prometheus.HistogramVec {
-	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "duix_app_session_duration_seconds",
-		Help: "Durations of the app's ended sessions, as observed at fetch time: from the record's start time (startTime of getconcurrentList) when it has one, else from when the session was first listed, to when it was last listed.",
-		// Buckets for scrapers of the classic form; a native histogram for
-		// those that negotiate one.
-		Buckets:                         sessionDurationBuckets,
-		NativeHistogramBucketFactor:     1.1,
-		NativeHistogramMaxBucketNumber:  100,
-		NativeHistogramMinResetDuration: time.Hour,
-	}, []string{"app"})
-}
-
-// seenSession is one entry of a session list, as far as the lifecycle
-// needs it.
+// seenSession is one entry of a list: its ID and the record's own start
+// time (zero when it has none).
 type seenSession struct {
 	id    string
-	start time.Time // the record's own start time; zero when it has none
+	start time.Time
 }
 
-// tracked is a session followed across fetches.
-type tracked struct {
-	start    time.Time // the record's start time, else when first listed
-	lastSeen time.Time
-}
+// tracked is a session followed across fetches; start is the record's
+// start time, else when first listed.
+type tracked struct{ start, firstSeen, lastSeen time.Time }
 
-// lifecycle is an app's sessions as last listed, and what was observed of
-// them so far.
+// lifecycle is an app's sessions as last listed, and what was observed.
 type lifecycle struct {
-	baseline bool // a list was seen: later new sessions have started
-	active   map[string]tracked
-	// lastAt and lastCount are the time and the length of the last list,
-	// for the integral of active sessions over time.
-	lastAt    time.Time
-	lastCount int
+	baseline  bool // a list was seen: later new sessions have started
+	active    map[string]tracked
+	lastAt    time.Time // time and length of the last list, for the
+	lastCount int       // integral of active sessions over time
 
-	started, ended uint64
-	seconds        float64 // session-seconds
-	untracked      uint64  // sessions left unfollowed: over the cap, or without an ID
-	durations      prometheus.Observer
+	started, ended, untracked uint64
+	seconds                   float64 // session-seconds
+	// Ended sessions' durations: cumulative counts per bucket of
+	// sessionDurationBuckets, and sum (their count is ended).
+	buckets [8]uint64
+	sum     float64
 }
 
-// observe compares a successful list, fetched at now, with the one before.
-// The first list after a start (or after the app was added) is the
-// baseline. Only sessions with an ID are followed, at most limit of them;
-// list holds the first entries of a list of total.
+// observe compares a successful list of total entries, fetched at now and
+// starting with list, with the one before; the first one is the baseline.
+// At most limit sessions with an ID are followed.
 func (l *lifecycle) observe(list []seenSession, total int, now time.Time, limit int) {
 	l.untracked += uint64(max(total-len(list), 0))
-	if l.active == nil {
-		l.active = make(map[string]tracked, len(list))
-	}
-	if l.baseline {
+	if dt := now.Sub(l.lastAt).Seconds(); l.baseline && dt > 0 {
 		// Trapezoid: sessions listed at both ends count for the whole
 		// interval, those listed at one end only for half of it.
-		if dt := now.Sub(l.lastAt).Seconds(); dt > 0 {
-			l.seconds += float64(l.lastCount+total) / 2 * dt
-		}
+		l.seconds += float64(l.lastCount+total) / 2 * dt
 	}
 	next := make(map[string]tracked, len(list))
 	for _, s := range list {
@@ -87,7 +56,7 @@ func (l *lifecycle) observe(list []seenSession, total int, now time.Time, limit 
 		}
 		t, known := l.active[s.id]
 		if !known {
-			t.start = now
+			t.start, t.firstSeen = now, now
 			if !s.start.IsZero() && !s.start.After(now) {
 				t.start = s.start
 			}
@@ -99,12 +68,12 @@ func (l *lifecycle) observe(list []seenSession, total int, now time.Time, limit 
 		next[s.id] = t
 	}
 	for id, t := range l.active {
-		if _, still := next[id]; still {
-			continue
-		}
-		l.ended++
-		if l.durations != nil {
-			l.durations.Observe(t.lastSeen.Sub(t.start).Seconds())
+		if _, still := next[id]; !still {
+			d := t.lastSeen.Sub(t.start).Seconds()
+			for i := slices.IndexFunc(sessionDurationBuckets, func(le float64) bool { return d <= le }); i >= 0 && i < len(l.buckets); i++ {
+				l.buckets[i]++
+			}
+			l.ended, l.sum = l.ended+1, l.sum+d
 		}
 	}
 	l.active, l.lastAt, l.lastCount, l.baseline = next, now, total, true

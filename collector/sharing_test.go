@@ -44,15 +44,19 @@ func manyApps(n int) []appDef {
 	return apps
 }
 
-// scrapeAsync starts a scrape of the named apps on ctx; its body arrives on
-// the channel.
+// scrapeAsync starts a scrape of the named apps on ctx and returns once
+// the request has arrived (its collector exists); its body arrives on the
+// channel.
 func (e *env) scrapeAsync(t *testing.T, ctx context.Context, names ...string) <-chan string {
 	out := make(chan string, 1)
+	arrived := make(chan struct{})
 	go func() {
 		rec := httptest.NewRecorder()
-		handlerFor(e.exp, nil, 0, names...).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil).WithContext(ctx))
+		h := scrapeHandler{exp: e.exp, names: names, arrived: func() { close(arrived) }}
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil).WithContext(ctx))
 		out <- rec.Body.String()
 	}()
+	<-arrived
 	return out
 }
 
@@ -77,6 +81,7 @@ func TestConcurrentScrapesShareUpstreamCalls(t *testing.T) {
 	for _, body := range []string{receive(t, first), receive(t, second)} {
 		assert.Contains(t, body, `duix_up{app="a"} 1`)
 	}
+	assert.Equal(t, 1.0, e.shared("in_flight"), "the second scrape shared the first one's calls")
 	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointConcurrency))
 	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointSessions))
 }
@@ -101,7 +106,6 @@ func TestRequesterThatLeavesDoesNotCancelSharedCalls(t *testing.T) {
 			short := e.scrapeAsync(t, shortCtx, "a")
 			waitFor(t, "the short request's calls reach the platform", func() bool { return e.gate.arrived.Load() == 2 })
 			long := e.scrapeAsync(t, context.Background())
-			waitFor(t, "the long request joins them", func() bool { return e.shared("in_flight") == 1 })
 			stop()
 			shortBody := receive(t, short)
 			assert.Contains(t, shortBody, `duix_up{app="a"} 0`, "the short request gives up on its own")
@@ -112,7 +116,9 @@ func TestRequesterThatLeavesDoesNotCancelSharedCalls(t *testing.T) {
 			assert.Contains(t, body, `duix_up{app="a"} 1`)
 			assert.Contains(t, body, `duix_up{app="b"} 1`)
 			assert.NotContains(t, body, "duix_scrape_errors_total")
+			assert.Contains(t, body, `duix_app_errors_total{app="a"} 0`)
 			assert.Equal(t, int64(1), e.sim.RequestsFor("app-a", simulator.EndpointConcurrency), "one call, shared")
+			assert.Equal(t, 1.0, e.shared("in_flight"))
 		})
 	}
 }
@@ -144,6 +150,7 @@ func TestLastRequesterLeavingCountsNothing(t *testing.T) {
 			body := e.scrapeText(t, context.Background())
 			assert.Contains(t, body, `duix_up{app="a"} 1`)
 			assert.NotContains(t, body, "duix_scrape_errors_total")
+			assert.Contains(t, body, `duix_app_errors_total{app="a"} 0`)
 		})
 	}
 }
@@ -157,7 +164,6 @@ func TestProbesOfOneAppWithDifferentDeadlines(t *testing.T) {
 	first := e.scrapeAsync(t, ctx, "a")
 	waitFor(t, "the calls reach the platform", func() bool { return e.gate.arrived.Load() == 2 })
 	second := e.scrapeAsync(t, context.Background(), "a")
-	waitFor(t, "the second probe joins", func() bool { return e.shared("in_flight") == 1 })
 	assert.Contains(t, receive(t, first), `duix_up{app="a"} 0`)
 	e.gate.release()
 	body := receive(t, second)
@@ -173,7 +179,6 @@ func TestConcurrentScrapesOfManyAppsMakeOneCallPerEndpointPerApp(t *testing.T) {
 	first := e.scrapeAsync(t, context.Background())
 	waitFor(t, "4 calls reach the platform", func() bool { return e.gate.arrived.Load() == 4 })
 	second := e.scrapeAsync(t, context.Background())
-	waitFor(t, "the second scrape joins the calls under way", func() bool { return e.shared("in_flight") >= 1 })
 	e.gate.release()
 	bodies := []string{receive(t, first), receive(t, second)}
 
@@ -279,12 +284,17 @@ func TestOutOfTimeScrapeReportsTheAppsThatAnswered(t *testing.T) {
 	cfg.API.Timeout = model.Duration(time.Second) // the held calls end with the test
 	require.NoError(t, e.exp.Apply(&cfg))
 	e.sim.SetLatency("app-a", "", time.Hour)
-	for range 20 {
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		body := e.scrapeText(t, ctx)
-		cancel()
-		assert.Equal(t, 1, countValue(body, "duix_up", "0"), body)
-		assert.Contains(t, body, `duix_up{app="b"} 1`)
-		assert.Contains(t, body, `duix_up{app="c"} 1`)
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	scrape := e.scrapeAsync(t, ctx)
+	waitFor(t, "b and c to answer", func() bool {
+		st := e.exp.Statuses()
+		return st[1].Up && st[2].Up
+	})
+	cancel() // out of time
+	body := receive(t, scrape)
+	assert.Equal(t, 1, countValue(body, "duix_up", "0"), body)
+	assert.Contains(t, body, `duix_up{app="a-slow"} 0`)
+	assert.Contains(t, body, `duix_up{app="b"} 1`)
+	assert.Contains(t, body, `duix_up{app="c"} 1`)
 }
