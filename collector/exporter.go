@@ -32,7 +32,6 @@ type Exporter struct {
 	shared *prometheus.CounterVec
 
 	mu      sync.RWMutex
-	applied uint64 // configurations applied
 	set     settings
 	pool    *client.Pool
 	apps    []*appState // in configuration order
@@ -92,7 +91,6 @@ func (e *Exporter) Apply(cfg *config.Config) error {
 	}
 	e.set = settings{api: cfg.API, sem: semaphore.NewWeighted(int64(max(cfg.API.MaxConcurrency, 1)))}
 	e.pool, e.apps, e.byName = pool, apps, byName
-	e.applied++
 	return nil
 }
 
@@ -162,11 +160,4 @@ func (e *Exporter) snapshot(names []string) ([]*appState, settings) {
 // arrives now: it reuses what lands from now on.
 func (e *Exporter) Collector(ctx context.Context, names ...string) prometheus.Collector {
 	return &scrape{e: e, ctx: ctx, names: names, arrived: time.Now()}
-}
-
-// Generation counts the configurations applied.
-func (e *Exporter) Generation() uint64 {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.applied
 }
