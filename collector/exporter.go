@@ -31,11 +31,11 @@ type Exporter struct {
 	opts   Options
 	shared *prometheus.CounterVec
 
-	mu      sync.RWMutex
-	set     settings
-	pool    *client.Pool
-	apps    []*appState // in configuration order
-	byName  map[string]*appState
+	mu     sync.RWMutex
+	set    settings
+	pool   *client.Pool
+	apps   []*appState // in configuration order
+	byName map[string]*appState
 }
 
 // settings are the configuration in force; sem bounds the calls in flight.
