@@ -60,6 +60,7 @@ func run(args []string) int {
 	app.Flag("web.max-requests", "Maximum number of parallel scrape requests. 0 disables the limit.").Default("40").IntVar(&o.maxRequests)
 	app.Flag("scrape.timeout-offset", "Subtracted from Prometheus' scrape timeout (X-Prometheus-Scrape-Timeout-Seconds) to leave time to answer.").
 		Default("500ms").DurationVar(&o.timeoutOffset)
+	app.Flag("janitor.listen-address", "Address on which the janitor serves Alertmanager's webhook (POST /webhook), with the TLS and basic auth of --web.config.file. Empty: the janitor is off.").StringVar(&o.janitorAddress)
 	app.Flag("config.check", "Validate the configuration file, print the result and exit (0 valid, 1 invalid). Contacts nothing.").BoolVar(&o.checkOnly)
 	app.Flag("runtime.gomaxprocs", "The number of CPUs that run the exporter's Go code at once (GOMAXPROCS); 0: Go's default, every CPU the process may use.").
 		Envar("GOMAXPROCS").Default("1").IntVar(&o.maxProcs)

@@ -23,6 +23,7 @@ import (
 	"github.com/duix-exporter/duix_exporter/collector"
 	"github.com/duix-exporter/duix_exporter/config"
 	"github.com/duix-exporter/duix_exporter/internal/demo"
+	"github.com/duix-exporter/duix_exporter/operator/janitor"
 	"github.com/duix-exporter/duix_exporter/web"
 )
 
@@ -32,6 +33,7 @@ type serveOptions struct {
 	telemetryPath                   string
 	maxRequests, maxProcs           int
 	timeoutOffset                   time.Duration
+	janitorAddress                  string
 	checkOnly, demo                 bool
 }
 
@@ -69,6 +71,15 @@ func runServe(ctx context.Context, o serveOptions, logger log.Logger, slogger *s
 	}
 	sc := config.NewSafeConfig(reg)
 	sc.Subscribe(exp.Apply)
+	var jan *janitor.Janitor // nil: off
+	if o.janitorAddress != "" {
+		var err error
+		if jan, err = janitor.New(janitor.Options{Source: exp, Logger: log.With(logger, "component", "janitor"), Registerer: reg}); err != nil {
+			level.Error(logger).Log("msg", "Cannot start the janitor", "err", err)
+			return 1
+		}
+		sc.Subscribe(jan.Apply)
+	}
 	if err := sc.ReloadConfig(o.configFile, logger); err != nil {
 		level.Error(logger).Log("msg", "Cannot start without a valid configuration", "file", o.configFile, "err", err)
 		return 1
@@ -90,7 +101,7 @@ func runServe(ctx context.Context, o serveOptions, logger log.Logger, slogger *s
 	}()
 
 	h, err := web.NewHandler(exp, reg, reload, web.Options{Name: exporterName, TelemetryPath: o.telemetryPath,
-		MaxRequests: o.maxRequests, TimeoutOffset: o.timeoutOffset, Logger: logger, Registerer: reg})
+		MaxRequests: o.maxRequests, TimeoutOffset: o.timeoutOffset, Logger: logger, Registerer: reg, Janitor: jan})
 	if err != nil {
 		level.Error(logger).Log("msg", "Cannot build the HTTP handlers", "err", err)
 		return 1
@@ -100,6 +111,10 @@ func runServe(ctx context.Context, o serveOptions, logger log.Logger, slogger *s
 	// janitor's --janitor.listen-address) is started here the same way.
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return web.Serve(gctx, web.NewServer(h, slogger), o.web, logger, slogger) })
+	if jan != nil { // the janitor's webhook, on a listener of its own with the same web configuration
+		flags := &toolkit.FlagConfig{WebListenAddresses: &[]string{o.janitorAddress}, WebSystemdSocket: new(bool), WebConfigFile: o.web.WebConfigFile}
+		g.Go(func() error { return web.Serve(gctx, jan.Server(slogger), flags, logger, slogger) })
+	}
 	if err := g.Wait(); err != nil {
 		level.Error(logger).Log("msg", "HTTP server failed", "err", err)
 		return 1

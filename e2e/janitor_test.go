@@ -7,30 +7,22 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	toolkit "github.com/prometheus/exporter-toolkit/web"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v2"
 
-	"github.com/duix-exporter/duix_exporter/client"
-	"github.com/duix-exporter/duix_exporter/config"
-	"github.com/duix-exporter/duix_exporter/operator/janitor"
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -92,27 +84,18 @@ apps:
 	writeConfig(true)
 
 	bin := buildExporter(t, dir)
-	exporterAddr, janitorAddr := freeAddr(t), freeAddr(t)
-	help, _ := exec.Command(bin, "--help").CombinedOutput()
-	wired := bytes.Contains(help, []byte("--janitor.listen-address"))
-	args := []string{"--config.file=" + configFile, "--web.listen-address=" + exporterAddr}
-	if wired {
-		args = append(args, "--janitor.listen-address="+janitorAddr)
-	}
-	exporter := start(t, "exporter", bin, args...)
+	exporterAddr, janitorAddr := platformtest.FreeAddr(t), platformtest.FreeAddr(t)
+	exporter := start(t, "exporter", bin, "--config.file="+configFile, "--web.listen-address="+exporterAddr,
+		"--janitor.listen-address="+janitorAddr)
 	exporter.waitReady(t, "http://"+exporterAddr+"/-/ready")
 
 	// The janitor's metrics, and how to reload its configuration.
 	janitorMetrics := "http://" + exporterAddr + "/metrics"
 	reload := func() { require.NoError(t, exporter.cmd.Process.Signal(syscall.SIGHUP)) }
-	if !wired {
-		t.Log("the exporter has no --janitor.listen-address yet: the janitor runs in the test process, as main is to run it")
-		janitorMetrics, reload = serveJanitor(t, deadline, configFile, janitorAddr)
-	}
 
 	// Alertmanager with the shipped routing, the janitor's receiver
 	// pointed at it, and short intervals.
-	amAddr := freeAddr(t)
+	amAddr := platformtest.FreeAddr(t)
 	am := start(t, "alertmanager", amBin,
 		"--config.file="+writeAlertmanagerConfig(t, dir, janitorAddr),
 		"--storage.path="+filepath.Join(dir, "am"),
@@ -122,7 +105,7 @@ apps:
 	am.waitReady(t, "http://"+amAddr+"/-/ready")
 
 	// Prometheus with a test copy of DuixSessionStuck: 10 minutes, for 1s.
-	promAddr := freeAddr(t)
+	promAddr := platformtest.FreeAddr(t)
 	prom := start(t, "prometheus", promBin,
 		"--config.file="+writeJanitorPrometheusConfig(t, dir, exporterAddr, amAddr),
 		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
@@ -194,48 +177,6 @@ apps:
 		})
 	})
 }
-
-// serveJanitor runs the janitor in the test process, wired as main is to
-// wire it: a Source over the configuration's clients, the configuration
-// applied on every reload, its own listener with a web configuration. It
-// returns the URL of its metrics and the reload function.
-func serveJanitor(t *testing.T, ctx context.Context, configFile, addr string) (string, func()) {
-	t.Helper()
-	src := &poolSource{}
-	reg := prometheus.NewRegistry()
-	j, err := janitor.New(janitor.Options{Source: src, Registerer: reg})
-	require.NoError(t, err)
-	apply := func() {
-		cfg, err := config.Load(configFile)
-		require.NoError(t, err)
-		pool, err := client.NewPool(cfg, client.PoolOptions{})
-		require.NoError(t, err)
-		if old := src.pool.Swap(pool); old != nil {
-			old.Close()
-		}
-		require.NoError(t, j.Apply(cfg))
-	}
-	apply()
-	webConfig := filepath.Join(t.TempDir(), "web.yml")
-	require.NoError(t, os.WriteFile(webConfig, nil, 0o600))
-	systemd := false
-	flags := &toolkit.FlagConfig{WebListenAddresses: &[]string{addr}, WebSystemdSocket: &systemd, WebConfigFile: &webConfig}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- j.Serve(ctx, flags, slog.New(slog.DiscardHandler)) }()
-	t.Cleanup(func() { cancel(); <-done })
-	metrics := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	t.Cleanup(metrics.Close)
-	return metrics.URL, apply
-}
-
-// poolSource is the collector as the janitor sees it, over a client pool;
-// the session records carry their start, so FirstSeen knows nothing.
-type poolSource struct{ pool atomic.Pointer[client.Pool] }
-
-func (s *poolSource) AppClient(name string) *client.Client { return s.pool.Load().Client(name) }
-
-func (s *poolSource) FirstSeen(string, string) (time.Time, bool) { return time.Time{}, false }
 
 // writeJanitorPrometheusConfig writes a Prometheus configuration that
 // scrapes the exporter, evaluates a copy of the shipped DuixSessionStuck

@@ -42,7 +42,12 @@ type Options struct {
 	WriteMargin   time.Duration // to write an answer past its scrape's deadline (0: DefaultWriteMargin)
 	Logger        log.Logger
 	Registerer    prometheus.Registerer // gets promhttp's own metrics (nil: none)
+	Janitor       Janitor               // shown on the landing page (nil: off)
 }
+
+// Janitor is what the landing page shows of the janitor: Enabled, and
+// Recent, its last decisions (read by the template).
+type Janitor interface{ Enabled() bool }
 
 // reloadFailed answers a failed reload. The reason may quote the file,
 // which can hold credentials: it goes to the log only.
@@ -85,7 +90,7 @@ func NewHandler(exp *collector.Exporter, process prometheus.Gatherer, reload fun
 		}
 	})
 	if o.TelemetryPath != "/" {
-		mux.Handle("/{$}", &landingPage{name: o.Name, telemetryPath: o.TelemetryPath, statuses: exp.Statuses})
+		mux.Handle("/{$}", &landingPage{name: o.Name, telemetryPath: o.TelemetryPath, statuses: exp.Statuses, janitor: o.Janitor})
 	}
 	return mux, nil
 }
@@ -134,12 +139,13 @@ var landingTemplate = template.Must(template.New("landing").Parse(landingHTML))
 type landingPage struct {
 	name, telemetryPath string
 	statuses            func() []collector.Status
+	janitor             Janitor
 }
 
 func (p *landingPage) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	var b bytes.Buffer
 	if err := landingTemplate.Execute(&b, map[string]any{"Name": p.name, "Version": version.Info(), "TelemetryPath": p.telemetryPath,
-		"Now": time.Now(), "Apps": p.statuses()}); err != nil {
+		"Now": time.Now(), "Apps": p.statuses(), "Janitor": p.janitor}); err != nil {
 		http.Error(w, "rendering the landing page failed", http.StatusInternalServerError)
 		return
 	}

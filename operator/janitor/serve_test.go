@@ -11,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-kit/log"
 	toolkit "github.com/prometheus/exporter-toolkit/web"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/duix-exporter/duix_exporter/web"
 )
 
 // The janitor's listener applies the web configuration (here basic auth)
@@ -37,7 +40,9 @@ func TestServeWithBasicAuth(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- f.j.Serve(ctx, flags, slog.New(slog.DiscardHandler)) }()
+	go func() {
+		done <- web.Serve(ctx, f.j.Server(nil), flags, log.NewNopLogger(), slog.New(slog.DiscardHandler))
+	}()
 
 	post := func(user, password string) int {
 		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/webhook", strings.NewReader(payload(t, stuck("kiosk"))))
