@@ -21,8 +21,8 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 	sloggokit "github.com/tjhop/slog-gokit"
 
-	"github.com/duix-exporter/duix_exporter/internal/demo"
 	"github.com/duix-exporter/duix_exporter/operator"
+	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
 const exporterName = "duix_exporter"
@@ -67,7 +67,7 @@ func run(args []string) int {
 	app.Flag("demo", "Run against a built-in simulator of the platform with three demo apps; no configuration file or credentials needed.").BoolVar(&o.demo)
 
 	sim := app.Command("simulator", "Serve a simulator of the platform with demo apps, for trying tools against it.")
-	var so demo.SimulatorOptions
+	var so simulator.ServeOptions
 	sim.Flag("simulator.listen-address", "Address the simulator listens on.").Default("127.0.0.1:9867").StringVar(&so.Listen)
 	sim.Flag("simulator.churn", "How often demo sessions start and end (0 disables).").Default("3s").DurationVar(&so.Churn)
 	sim.Flag("simulator.latency", "Latency added to every answer.").Default("0s").DurationVar(&so.Latency)
@@ -94,7 +94,7 @@ func run(args []string) int {
 	case serve.FullCommand():
 		return runServe(ctx, o, logger, slogger)
 	case sim.FullCommand():
-		if err := demo.RunSimulator(ctx, so, logger); err != nil {
+		if err := simulator.Serve(ctx, so, logger); err != nil {
 			level.Error(logger).Log("msg", "Simulator failed", "err", err)
 			return 1
 		}

@@ -23,8 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/duix-exporter/duix_exporter/internal/readme"
-	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/web"
 )
 
@@ -64,7 +63,7 @@ func TestMain(m *testing.M) {
 type process struct {
 	cmd  *exec.Cmd
 	url  string
-	logs *syncbuf.Buffer
+	logs *platformtest.Buffer
 	done chan error
 }
 
@@ -94,7 +93,7 @@ func startExporter(t *testing.T, args ...string) *process {
 func launch(t *testing.T, ready func(p *process) bool, args ...string) *process {
 	t.Helper()
 	addr := freeAddr(t)
-	p := &process{logs: &syncbuf.Buffer{}, url: "http://" + addr, done: make(chan error, 1)}
+	p := &process{logs: &platformtest.Buffer{}, url: "http://" + addr, done: make(chan error, 1)}
 	p.cmd = exec.Command(binary, append([]string{"--web.listen-address=" + addr}, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	require.NoError(t, p.cmd.Start())
@@ -170,7 +169,7 @@ type dtoFamily struct{ values map[string]float64 }
 // documentedMetrics reads the metric names from README's metrics table.
 func documentedMetrics(t *testing.T) []string {
 	t.Helper()
-	metrics, err := readme.Metrics("README.md")
+	metrics, err := platformtest.ReadmeMetrics("README.md")
 	require.NoError(t, err)
 	names := make([]string, len(metrics))
 	for i, m := range metrics {

@@ -22,8 +22,8 @@ import (
 	"github.com/duix-exporter/duix_exporter/client"
 	"github.com/duix-exporter/duix_exporter/collector"
 	"github.com/duix-exporter/duix_exporter/config"
-	"github.com/duix-exporter/duix_exporter/internal/demo"
 	"github.com/duix-exporter/duix_exporter/operator/janitor"
+	"github.com/duix-exporter/duix_exporter/simulator"
 	"github.com/duix-exporter/duix_exporter/web"
 )
 
@@ -49,7 +49,7 @@ func runServe(ctx context.Context, o serveOptions, logger log.Logger, slogger *s
 		runtime.GOMAXPROCS(o.maxProcs)
 	}
 	if o.demo {
-		path, cleanup, err := demo.Start(ctx, logger)
+		path, cleanup, err := simulator.StartDemo(ctx, logger)
 		if err != nil {
 			level.Error(logger).Log("msg", "Cannot start the demo simulator", "err", err)
 			return 1

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 )
 
 const (
@@ -54,7 +54,7 @@ func TestSafeConfigReload(t *testing.T) {
 	sc.now = func() time.Time { return clock }
 
 	var (
-		logs  syncbuf.Buffer
+		logs  platformtest.Buffer
 		calls []*Config
 	)
 	logger := log.NewLogfmtLogger(&logs)

@@ -25,8 +25,6 @@ import (
 	"go.yaml.in/yaml/v2"
 
 	"github.com/duix-exporter/duix_exporter/internal/platformtest"
-	"github.com/duix-exporter/duix_exporter/internal/readme"
-	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -433,9 +431,9 @@ func shippedRuleNames(t *testing.T) []string {
 
 // documentedMetrics reads the metric names and types from README's
 // metrics table.
-func documentedMetrics(t *testing.T) []readme.Metric {
+func documentedMetrics(t *testing.T) []platformtest.ReadmeMetric {
 	t.Helper()
-	metrics, err := readme.Metrics(readmeFile)
+	metrics, err := platformtest.ReadmeMetrics(readmeFile)
 	require.NoError(t, err)
 	return metrics
 }
@@ -817,14 +815,14 @@ func (p *promAPI) waitFor(what string, check func() (bool, string)) {
 type process struct {
 	name string
 	cmd  *exec.Cmd
-	out  *syncbuf.Buffer
+	out  *platformtest.Buffer
 	done chan struct{}
 	err  error
 }
 
 func start(t *testing.T, name, bin string, args ...string) *process {
 	t.Helper()
-	p := &process{name: name, cmd: exec.Command(bin, args...), out: &syncbuf.Buffer{}, done: make(chan struct{})}
+	p := &process{name: name, cmd: exec.Command(bin, args...), out: &platformtest.Buffer{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	require.NoError(t, p.cmd.Start(), "starting %s", name)
 	go func() {

@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/duix-exporter/duix_exporter/internal/demo"
 	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
@@ -52,7 +51,7 @@ func startPlatformBehind(t *testing.T, wrap func(sim *simulator.Simulator, next 
 	t.Cleanup(srv.Close)
 	base := srv.URL + simulator.BasePath
 	p := &platform{sim: sim, faults: faults, apps: map[string]simulator.DemoApp{}, base: base, config: filepath.Join(t.TempDir(), "duix.yml")}
-	require.NoError(t, demo.WriteConfig(p.config, base, apps))
+	require.NoError(t, simulator.WriteConfig(p.config, base, apps))
 	for _, a := range apps {
 		p.apps[a.Name] = a
 	}

@@ -24,9 +24,7 @@ import (
 	"github.com/duix-exporter/duix_exporter/client"
 	"github.com/duix-exporter/duix_exporter/collector"
 	"github.com/duix-exporter/duix_exporter/config"
-	"github.com/duix-exporter/duix_exporter/internal/demo"
 	"github.com/duix-exporter/duix_exporter/internal/platformtest"
-	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -52,7 +50,7 @@ func startPlatform(t *testing.T) *platform {
 	sim, apps := simulator.NewDemo()
 	base, faults := platformtest.Start(t, sim)
 	p := &platform{sim: sim, faults: faults, apps: map[string]simulator.DemoApp{}, base: base, config: filepath.Join(t.TempDir(), "duix.yml")}
-	require.NoError(t, demo.WriteConfig(p.config, base, apps))
+	require.NoError(t, simulator.WriteConfig(p.config, base, apps))
 	cfg, err := os.ReadFile(p.config)
 	require.NoError(t, err)
 	const demoTimeout = "\n  timeout: 5s\n"
@@ -73,7 +71,7 @@ type server struct {
 	url    string
 	exp    *collector.Exporter
 	logger log.Logger
-	logs   *syncbuf.Buffer
+	logs   *platformtest.Buffer
 }
 
 // serve starts the endpoints with o (Name, TelemetryPath and Logger filled
@@ -87,7 +85,7 @@ func serve(t *testing.T, configFile string, o Options) *server {
 // is).
 func serveOn(t *testing.T, configFile string, o Options, wrap func(net.Listener) net.Listener) *server {
 	t.Helper()
-	logs := &syncbuf.Buffer{}
+	logs := &platformtest.Buffer{}
 	logger := log.NewLogfmtLogger(logs)
 	slogger := slog.New(sloggokit.NewGoKitHandler(logger, slog.LevelDebug))
 	reg := prometheus.NewRegistry()

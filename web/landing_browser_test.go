@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 )
 
 // artifactDir (at the top of the repository) receives files for people to
@@ -36,7 +36,7 @@ func runChromium(t *testing.T, chromium, url string, args ...string) string {
 	}, args...)
 	cmd := exec.CommandContext(ctx, chromium, append(all, url)...)
 	cmd.WaitDelay = 5 * time.Second
-	var stderr syncbuf.Buffer
+	var stderr platformtest.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	require.NoError(t, err, "chromium %v:\n%s", args, stderr.String())

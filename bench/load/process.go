@@ -23,13 +23,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 )
 
 // child is a process of the binary, logging JSON lines to stderr.
 type child struct {
 	cmd  *exec.Cmd
-	logs syncbuf.Buffer
+	logs platformtest.Buffer
 	done chan struct{} // closed once it has exited and been waited for
 }
 

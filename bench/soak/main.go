@@ -42,7 +42,6 @@ import (
 
 	"github.com/duix-exporter/duix_exporter/config"
 	"github.com/duix-exporter/duix_exporter/internal/platformtest"
-	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -315,7 +314,7 @@ func writeConfig(path, base string, apps []app) error {
 type exporter struct {
 	cmd  *exec.Cmd
 	url  string
-	logs *syncbuf.Buffer
+	logs *platformtest.Buffer
 	done chan error
 }
 
@@ -326,7 +325,7 @@ func startExporter(ctx context.Context, binary, cfgPath string, o options) (*exp
 	}
 	addr := l.Addr().String()
 	_ = l.Close()
-	e := &exporter{url: "http://" + addr, logs: &syncbuf.Buffer{}, done: make(chan error, 1)}
+	e := &exporter{url: "http://" + addr, logs: &platformtest.Buffer{}, done: make(chan error, 1)}
 	// Every scraper must be served at once: the default limit (40) would
 	// answer 503 to the others, as it should.
 	e.cmd = exec.Command(binary, "--config.file="+cfgPath, "--web.listen-address="+addr, // #nosec G204 -- the binary under test, named on our command line

@@ -23,7 +23,7 @@ import (
 
 	"github.com/duix-exporter/duix_exporter/client"
 	"github.com/duix-exporter/duix_exporter/config"
-	"github.com/duix-exporter/duix_exporter/internal/syncbuf"
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/operator/janitor"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
@@ -57,7 +57,7 @@ type fixture struct {
 	src   *source
 	j     *janitor.Janitor
 	reg   *prometheus.Registry
-	logs  *syncbuf.Buffer
+	logs  *platformtest.Buffer
 	clock atomic.Int64 // the janitor's now, Unix nanoseconds
 	// wrap, when set, stands between the client and the simulator: a
 	// platform that behaves otherwise.
@@ -71,7 +71,7 @@ type fixture struct {
 // "" for the defaults).
 func newFixture(t *testing.T, section string) *fixture {
 	t.Helper()
-	f := &fixture{t: t, sim: simulator.New(), logs: &syncbuf.Buffer{}}
+	f := &fixture{t: t, sim: simulator.New(), logs: &platformtest.Buffer{}}
 	f.clock.Store(time.Now().UnixNano())
 	for _, a := range testApps {
 		f.sim.AddApp(simulator.App{ID: a.id, Key: "key-" + a.id, Allowance: 20})

@@ -1,6 +1,8 @@
-// Package demo runs the built-in simulator of the platform with its demo
-// apps for --demo, and writes exporter configurations for them.
-package demo
+package simulator
+
+// What the exporter's --demo and its simulator command run: the simulator
+// on loopback with its demo (or generated) apps, and exporter
+// configurations for them.
 
 import (
 	"context"
@@ -13,16 +15,14 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
-
-	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
-// Start starts the simulator on loopback with sessions coming and going
+// StartDemo starts the simulator on loopback with sessions coming and going
 // until ctx ends, and writes a matching configuration (keys in files, mode
 // 0600) to a temporary directory. It returns the configuration's path and
 // a cleanup.
-func Start(ctx context.Context, logger log.Logger) (string, func(), error) {
-	sim, apps := simulator.NewDemo()
+func StartDemo(ctx context.Context, logger log.Logger) (string, func(), error) {
+	sim, apps := NewDemo()
 	base, closeSim, err := sim.Listen("127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
@@ -45,10 +45,10 @@ func Start(ctx context.Context, logger log.Logger) (string, func(), error) {
 
 // WriteConfig writes a configuration for the demo apps at baseURL to path;
 // each app's key goes to its own file next to it.
-func WriteConfig(path, baseURL string, apps []simulator.DemoApp) error {
+func WriteConfig(path, baseURL string, apps []DemoApp) error {
 	dir := filepath.Dir(path)
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Configuration for the demo apps of the built-in simulator.\napi:\n  base_url: %q\n  timeout: 5s\napps:\n", baseURL)
+	fmt.Fprintf(&b, "# Configuration for the demo apps of the built-in \napi:\n  base_url: %q\n  timeout: 5s\napps:\n", baseURL)
 	for _, a := range apps {
 		keyFile := filepath.Join(dir, a.Name+".key")
 		if err := os.WriteFile(keyFile, []byte(a.AppKey+"\n"), 0o600); err != nil {
@@ -65,21 +65,21 @@ func WriteConfig(path, baseURL string, apps []simulator.DemoApp) error {
 	return os.WriteFile(path, []byte(b.String()), 0o600)
 }
 
-// SimulatorOptions configure the simulator command.
-type SimulatorOptions struct {
+// ServeOptions configure the simulator command.
+type ServeOptions struct {
 	Listen      string
-	Churn       time.Duration   // how often demo sessions start and end (0: never)
-	Latency     time.Duration   // added to every answer
-	WriteConfig string          // where to write an exporter configuration for the apps ("": nowhere)
-	Fleet       simulator.Fleet // generated apps, unless Fleet.Apps is 0: the demo apps
+	Churn       time.Duration // how often demo sessions start and end (0: never)
+	Latency     time.Duration // added to every answer
+	WriteConfig string        // where to write an exporter configuration for the apps ("": nowhere)
+	Fleet       Fleet         // generated apps, unless Fleet.Apps is 0: the demo apps
 }
 
-// RunSimulator serves the simulator on o.Listen until ctx ends.
-func RunSimulator(ctx context.Context, o SimulatorOptions, logger log.Logger) error {
-	sim, apps := simulator.NewDemo()
+// Serve serves the simulator on o.Listen until ctx ends.
+func Serve(ctx context.Context, o ServeOptions, logger log.Logger) error {
+	sim, apps := NewDemo()
 	if o.Fleet.Apps != 0 {
 		var err error
-		if sim, apps, err = simulator.NewFleet(o.Fleet); err != nil {
+		if sim, apps, err = NewFleet(o.Fleet); err != nil {
 			return fmt.Errorf("cannot generate the apps: %w", err)
 		}
 	}

@@ -1,6 +1,7 @@
-// Package readme reads the facts README.md documents, so that tests can
-// hold the code to them.
-package readme
+package platformtest
+
+// Reading the facts README.md documents, so that tests can hold the code
+// to them.
 
 import (
 	"bufio"
@@ -10,23 +11,23 @@ import (
 	"strings"
 )
 
-// Metric is one row of the README's metrics table.
-type Metric struct {
+// ReadmeMetric is one row of the README's metrics table.
+type ReadmeMetric struct {
 	Name string // e.g. duix_up
 	Type string // gauge, counter, histogram
 }
 
 var metricRow = regexp.MustCompile("^\\| `([a-z_:]+)` \\| ([a-z]+) \\|")
 
-// Metrics returns the rows of the table under the "## Metrics" heading of
+// ReadmeMetrics returns the rows of the table under the "## Metrics" heading of
 // the README at path.
-func Metrics(path string) ([]Metric, error) {
+func ReadmeMetrics(path string) ([]ReadmeMetric, error) {
 	f, err := os.Open(path) // #nosec G304 -- tests name the README to read
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var out []Metric
+	var out []ReadmeMetric
 	inSection := false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -35,7 +36,7 @@ func Metrics(path string) ([]Metric, error) {
 			inSection = line == "## Metrics"
 		}
 		if m := metricRow.FindStringSubmatch(line); inSection && m != nil {
-			out = append(out, Metric{Name: m[1], Type: m[2]})
+			out = append(out, ReadmeMetric{Name: m[1], Type: m[2]})
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -1,4 +1,4 @@
-package readme
+package platformtest
 
 import (
 	"os"
@@ -9,21 +9,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestMetrics(t *testing.T) {
+func TestReadmeMetrics(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "README.md")
 	require.NoError(t, os.WriteFile(path, []byte("# x\n| `not_me` | gauge | | |\n## Metrics\n\n| metric | type |\n|---|---|\n"+
 		"| `duix_up` | gauge | `app` | up |\n| `duix_x_total` | counter | | x |\n## Next\n| `after` | gauge | | |\n"), 0o600))
-	got, err := Metrics(path)
+	got, err := ReadmeMetrics(path)
 	require.NoError(t, err)
-	assert.Equal(t, []Metric{{"duix_up", "gauge"}, {"duix_x_total", "counter"}}, got)
+	assert.Equal(t, []ReadmeMetric{{"duix_up", "gauge"}, {"duix_x_total", "counter"}}, got)
 
 	require.NoError(t, os.WriteFile(path, []byte("# nothing\n"), 0o600))
-	_, err = Metrics(path)
+	_, err = ReadmeMetrics(path)
 	assert.Error(t, err)
 }
 
 func TestTheProjectREADMEHasTheTable(t *testing.T) {
-	got, err := Metrics("../../README.md")
+	got, err := ReadmeMetrics("../../README.md")
 	require.NoError(t, err)
-	assert.Contains(t, got, Metric{"duix_up", "gauge"})
+	assert.Contains(t, got, ReadmeMetric{"duix_up", "gauge"})
 }

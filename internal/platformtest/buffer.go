@@ -1,7 +1,7 @@
-// Package syncbuf provides a bytes.Buffer that several goroutines may write
-// to at once: the output of a child process or a logger in tests and in
-// the benchmark commands.
-package syncbuf
+package platformtest
+
+// A bytes.Buffer that several goroutines may write to at once: the output
+// of a child process or a logger in tests and in the benchmark commands.
 
 import (
 	"bytes"

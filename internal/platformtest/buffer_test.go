@@ -1,4 +1,4 @@
-package syncbuf
+package platformtest
 
 import (
 	"strings"
