@@ -57,28 +57,28 @@ function(c) {
   conversationNearLimit(sel)::
     local rec = self.record;
     |||
-    label_replace(
-      %(exact)s,
-      "basis", "sessions", "", ""
-    )
-    or
-    label_replace(
-      %(estimate)s{%(sel)s} >= %(r)s
+      label_replace(
+        %(exact)s,
+        "basis", "sessions", "", ""
+      )
       or
-      (
-          %(estimate)s{%(sel)s} > 0
-        and
-          (duix_conversation_max_concurrent{%(sel)s} - ignoring (conversation_id) group_left () duix_app_concurrency_in_use{%(sel)s}) <= %(free)s
-      ),
-      "basis", "app_in_use", "", ""
-    )
-  ||| % {
-    exact: nearLimit(rec.conversationUtilization, 'duix_conversation_max_concurrent', 'duix_conversation_active_sessions', sel),
-    estimate: rec.conversationUtilizationEstimate,
-    sel: sel,
-    r: u.num(c.nearLimitRatio),
-    free: c.nearLimitMinFree,
-  },
+      label_replace(
+        %(estimate)s{%(sel)s} >= %(r)s
+        or
+        (
+            %(estimate)s{%(sel)s} > 0
+          and
+            (duix_conversation_max_concurrent{%(sel)s} - ignoring (conversation_id) group_left () duix_app_concurrency_in_use{%(sel)s}) <= %(free)s
+        ),
+        "basis", "app_in_use", "", ""
+      )
+    ||| % {
+      exact: nearLimit(rec.conversationUtilization, 'duix_conversation_max_concurrent', 'duix_conversation_active_sessions', sel),
+      estimate: rec.conversationUtilizationEstimate,
+      sel: sel,
+      r: u.num(c.nearLimitRatio),
+      free: c.nearLimitMinFree,
+    },
 
   // The number in use from which an app is near its allowance.
   nearLimitLevel(sel)::
