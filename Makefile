@@ -12,8 +12,10 @@ LDFLAGS  := -s -w -X $(PKG).Version=$(VERSION) -X $(PKG).Revision=$(REVISION) \
 export CGO_ENABLED ?= 0
 
 # Binaries the tests drive, as binary:debian-package pairs; `make
-# test-deps` installs the packages of those missing.
-TEST_TOOLS := promtool:prometheus prometheus:prometheus
+# test-deps` installs the packages of those missing. Debian's promtool
+# (Prometheus 2.42) only runs the rule unit tests again, as a check that
+# the rules still hold on Prometheus 2 (`make rules-test`).
+TEST_TOOLS := /usr/bin/promtool:prometheus
 TEST_TOOLS += chromium:chromium
 TEST_TOOLS += prometheus-alertmanager:prometheus-alertmanager amtool:prometheus-alertmanager
 # The image test runs the image under rootful podman, with runc.
@@ -31,6 +33,29 @@ CHART        := deploy/helm/duix-exporter
 CRANE_VERSION := v0.22.1
 CRANE         := .tools/crane-$(CRANE_VERSION)/crane
 
+# Prometheus 3, the reference for the rules, the dashboards and the
+# end-to-end tests: prometheus and promtool built from the Go module proxy
+# into .tools/ (about five minutes on two cores, once per version). Module
+# version v0.3XX.Y is release 3.XX.Y; the build serves the API only (the
+# web UI's assets are not built in), which is all the tests use.
+PROMETHEUS_VERSION := v0.316.0
+PROMETHEUS_RELEASE := 3.16.0
+PROMETHEUS_DIR     := .tools/prometheus-$(PROMETHEUS_VERSION)
+PROMETHEUS         := $(PROMETHEUS_DIR)/prometheus
+PROMTOOL           := $(PROMETHEUS_DIR)/promtool
+# Debian's promtool, for the Prometheus 2 compatibility run.
+PROMTOOL_COMPAT    := /usr/bin/promtool
+
+# cloudflare/pint, the rule linter, as a Go tool of the small module
+# tools/pint (its go.mod pins the version; `go install pint@version` is
+# not possible for it).
+PINT_VERSION := v0.87.0
+PINT         := .tools/pint-$(PINT_VERSION)/pint
+
+# jsonnetfmt, for `make mixin-test`: the go-jsonnet version of mixin/go.mod.
+JSONNETFMT_VERSION := v0.22.0
+JSONNETFMT         := .tools/jsonnetfmt-$(JSONNETFMT_VERSION)/jsonnetfmt
+
 # Test targets run by `make test` after the Go tests. Add a line per
 # target here (prerequisites are expanded when the rule is read).
 EXTRA_TESTS :=
@@ -41,6 +66,7 @@ EXTRA_TESTS += helm-test
 EXTRA_TESTS += mixin-test
 EXTRA_TESTS += alertmanager-test
 EXTRA_TESTS += image-test
+EXTRA_TESTS += pint-test
 
 .PHONY: help
 help: ## List the targets.
@@ -80,7 +106,7 @@ loc: ## Non-test Go line counts: core, client/, collector/, web/ and package mai
 			{ printf "%-12s %6d %6d%s\n", $$1, $$2, $$3, ($$2 > $$3 ? "  over" : "") }'
 
 .PHONY: test-deps
-test-deps: $(HELM) $(CRANE) ## Install what the tests drive (Debian packages, and helm into .tools/), if missing.
+test-deps: $(HELM) $(CRANE) $(PROMETHEUS) $(PROMTOOL) $(PINT) $(JSONNETFMT) ## Install what the tests drive (Debian packages; helm, crane, Prometheus 3, pint and jsonnetfmt into .tools/), if missing.
 	@missing=""; for tp in $(TEST_TOOLS); do \
 		command -v "$${tp%%:*}" >/dev/null || missing="$$missing $${tp#*:}"; \
 	done; \
@@ -134,12 +160,16 @@ load: build ## Scrape 100, 1000, then 5000 simulated apps beside the same calls 
 load-5000: build ## The 5000-app run of `make load` alone (the reference for peak RSS).
 	$(GO) run ./bench/load -binary ./$(BIN) $(LOAD_5000) $(LOAD_FLAGS)
 
+# The tests that start Prometheus find it (and promtool) on PATH: the
+# Prometheus 3 of .tools/ comes first.
+PROM_PATH := PATH="$(CURDIR)/$(PROMETHEUS_DIR):$$PATH"
+
 .PHONY: probe-config-test
-probe-config-test: test-deps ## promtool check config, then a real Prometheus, on the per-app and sharding examples of deploy/prometheus.
-	promtool check config deploy/prometheus/probe-targets.yml
-	promtool check config deploy/prometheus/sharding.yml
+probe-config-test: test-deps ## promtool check config, then a real Prometheus 3, on the per-app and sharding examples of deploy/prometheus.
+	$(PROMTOOL) check config deploy/prometheus/probe-targets.yml
+	$(PROMTOOL) check config deploy/prometheus/sharding.yml
 	$(GO) vet -tags e2e ./deploy/prometheus/
-	$(GO) test -tags e2e -count=1 -timeout 5m ./deploy/prometheus/
+	$(PROM_PATH) $(GO) test -tags e2e -count=1 -timeout 5m ./deploy/prometheus/
 
 .PHONY: clean
 clean: ## Remove build output.
@@ -164,10 +194,20 @@ $(CRANE):
 	GOBIN=$(CURDIR)/$(@D) $(GO) install github.com/google/go-containerregistry/cmd/crane@$(CRANE_VERSION)
 
 .PHONY: rules-test
-rules-test: test-deps ## promtool check and unit tests of deploy/prometheus (rules and scrape config).
-	promtool check rules deploy/prometheus/rules.yml
-	promtool test rules deploy/prometheus/rules_test.yml
-	promtool check config deploy/prometheus/prometheus.yml
+rules-test: test-deps ## promtool (Prometheus 3) check and unit tests of deploy/prometheus (rules and scrape config), then the unit tests again on Debian's Prometheus 2.
+	$(PROMTOOL) check rules deploy/prometheus/rules.yml
+	$(PROMTOOL) test rules deploy/prometheus/rules_test.yml
+	$(PROMTOOL) check config deploy/prometheus/prometheus.yml
+	@echo "Prometheus 2 compatibility: $$($(PROMTOOL_COMPAT) --version 2>&1 | head -1)"
+	$(PROMTOOL_COMPAT) check rules deploy/prometheus/rules.yml
+	$(PROMTOOL_COMPAT) test rules deploy/prometheus/rules_test.yml
+
+# pint, offline: the rules against .pint.hcl. The run against a live
+# Prometheus (its online checks: series, labels, rule dependencies) is
+# part of `make e2e-test`, which has one scraping the exporter.
+.PHONY: pint-test
+pint-test: $(PINT) ## cloudflare/pint lint of the rules with .pint.hcl (offline checks); zero findings of any severity.
+	$(PINT) --no-color --offline --config .pint.hcl lint --min-severity=info --fail-on=info deploy/prometheus/rules.yml
 
 # The monitoring mixin (mixin/, a Go module of its own) renders the rules
 # and the dashboards; the Kubernetes manifests are generated from those.
@@ -179,8 +219,16 @@ mixin: ## Render the mixin: deploy/prometheus/rules.yml, the Helm chart's rules,
 	$(MAKE) manifests
 
 .PHONY: mixin-test
-mixin-test: ## Test the mixin and fail when a rendered file differs from the committed one.
+mixin-test: $(JSONNETFMT) ## Test the mixin (its conventions, as mixtool lint and dashboard-linter check them), jsonnetfmt its files, and fail when a rendered file differs from the committed one.
+	@bad=""; for f in $$(find $(MIXIN_DIR) -name '*.libsonnet' -o -name '*.jsonnet'); do \
+		$(JSONNETFMT) --test "$$f" || bad="$$bad $$f"; \
+	done; \
+	if [ -n "$$bad" ]; then echo "jsonnetfmt would change:$$bad (run \`make mixin-fmt\`)"; exit 1; fi
 	cd $(MIXIN_DIR) && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+.PHONY: mixin-fmt
+mixin-fmt: $(JSONNETFMT) ## jsonnetfmt every jsonnet file of the mixin.
+	$(JSONNETFMT) -i $$(find $(MIXIN_DIR) -name '*.libsonnet' -o -name '*.jsonnet')
 
 .PHONY: manifests
 manifests: ## Regenerate the PrometheusRule and dashboard ConfigMap of deploy/kubernetes from the rendered rules and dashboards.
@@ -193,6 +241,21 @@ manifests-test: ## Decode deploy/kubernetes strictly into the Kubernetes and Pro
 $(HELM):
 	GOBIN=$(CURDIR)/$(@D) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
+$(PROMETHEUS) $(PROMTOOL) &:
+	GOBIN=$(CURDIR)/$(PROMETHEUS_DIR) $(GO) install \
+		-ldflags '-s -w -X github.com/prometheus/common/version.Version=$(PROMETHEUS_RELEASE)' \
+		github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION) \
+		github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION)
+
+$(PINT): tools/pint/go.mod tools/pint/go.sum
+	@grep -q 'github.com/cloudflare/pint $(PINT_VERSION)' tools/pint/go.mod || \
+		{ echo "PINT_VERSION $(PINT_VERSION) is not the version tools/pint/go.mod requires" >&2; exit 1; }
+	cd tools/pint && $(GO) build -ldflags '-s -w -X main.version=$(PINT_VERSION)' \
+		-o $(CURDIR)/$(PINT) github.com/cloudflare/pint/cmd/pint
+
+$(JSONNETFMT):
+	GOBIN=$(CURDIR)/$(@D) $(GO) install github.com/google/go-jsonnet/cmd/jsonnetfmt@$(JSONNETFMT_VERSION)
+
 .PHONY: helm-test
 helm-test: $(HELM) ## helm lint the chart, then render it (default, full and other values) and check every object strictly.
 	PATH="$(CURDIR)/$(HELM_DIR):$$PATH" helm lint --strict $(CHART)
@@ -201,9 +264,9 @@ helm-test: $(HELM) ## helm lint the chart, then render it (default, full and oth
 		PATH="$(CURDIR)/$(HELM_DIR):$$PATH" $(GO) test -count=1 -run '^TestHelm' ./...
 
 .PHONY: e2e-test
-e2e-test: test-deps ## Exporter, simulator, dashboard and rules against a real Prometheus.
+e2e-test: test-deps ## Exporter, simulator, dashboards, rules and pint's online checks against a real Prometheus 3.
 	$(GO) vet -tags e2e ./e2e/
-	$(GO) test -tags e2e -count=1 -timeout 5m ./e2e/
+	$(PROM_PATH) PINT="$(CURDIR)/$(PINT)" $(GO) test -tags e2e -count=1 -timeout 5m ./e2e/
 
 # The shipped Alertmanager routing: amtool checks it and resolves where the
 # key alerts go; the janitor's e2e (e2e/janitor_test.go, in e2e-test) loads

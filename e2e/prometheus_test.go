@@ -34,6 +34,8 @@ const (
 	readmeFile = "../README.md"
 	rulesFile  = "../deploy/prometheus/rules.yml"
 	promFile   = "../deploy/prometheus/prometheus.yml"
+	probeFile  = "../deploy/prometheus/probe-targets.yml"
+	pintConfig = "../.pint.hcl"
 )
 
 // dashboardFiles are the dashboards the mixin renders.
@@ -48,6 +50,9 @@ const (
 	scrapeInterval = "1s"
 	evalInterval   = "1s"
 	shortFor       = "1s"
+	// errorsWindow replaces DuixAPIErrorsHigh's window (10m) in the test
+	// copy, so that its ratio of failed calls per scrape moves in seconds.
+	errorsWindow = "20s"
 	// waitLong bounds each wait for Prometheus to see a change; it is far
 	// above what the intervals need, for a loaded machine.
 	waitLong = 30 * time.Second
@@ -55,7 +60,7 @@ const (
 
 func TestPrometheusEndToEnd(t *testing.T) {
 	promBin, err := exec.LookPath("prometheus")
-	require.NoError(t, err, "the prometheus binary is needed (Debian package prometheus): run `make test-deps`")
+	require.NoError(t, err, "the prometheus binary is needed: run `make e2e-test`, which builds Prometheus 3 into .tools/ and puts it on PATH")
 	deadline, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
 
@@ -76,7 +81,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 
 	// Prometheus with the shipped configuration and rules.
 	promAddr := platformtest.FreeAddr(t)
-	promConfig := writePrometheusConfig(t, dir, exporterAddr)
+	promConfig := writePrometheusConfig(t, dir, exporterAddr, apps)
 	prom := start(t, "prometheus", promBin,
 		"--config.file="+promConfig,
 		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
@@ -85,6 +90,11 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	prom.waitReady(t, "http://"+promAddr+"/-/ready")
 
 	p := &promAPI{t: t, ctx: deadline, base: "http://" + promAddr, logs: []*process{exporter, prom}}
+	var build struct {
+		Version string `json:"version"`
+	}
+	require.NoError(t, p.get("/api/v1/status/buildinfo", nil, &build))
+	t.Logf("Prometheus %s (%s)", build.Version, promBin)
 
 	t.Run("target up and rules loaded", func(t *testing.T) {
 		p.t = t
@@ -164,6 +174,13 @@ func TestPrometheusEndToEnd(t *testing.T) {
 			for _, q := range d.queries {
 				expr := substitute(q.expr, vars)
 				require.NotContains(t, expr, "$", "%s: panel %q: unresolved variable in %s", file, q.panel, expr)
+				if readsEventMetricsOnly(expr) {
+					// No data until the event: a valid query is all
+					// that can be asked of it now.
+					_, err := p.tryQuery(expr)
+					require.NoError(t, err, "%s: panel %q query %s", file, q.panel, q.ref)
+					continue
+				}
 				p.waitFor(fmt.Sprintf("%s: panel %q query %s to return data", file, q.panel, q.ref), func() (bool, string) {
 					v, err := p.tryQuery(expr)
 					if err != nil {
@@ -236,18 +253,46 @@ func TestPrometheusEndToEnd(t *testing.T) {
 			require.NoError(t, err)
 		}
 		p.waitFor("the unknown per-conversation count to be absent, not 0", func() (bool, string) {
-			v := p.query(`duix_conversation_active_sessions{app="` + app.Name + `"}`)
-			w := p.query(`duix_app_sessions_without_conversation{app="` + app.Name + `"} == 3`)
+			v := p.query(`duix_conversation_active_sessions{job="` + jobName + `",app="` + app.Name + `"}`)
+			w := p.query(`duix_app_sessions_without_conversation{job="` + jobName + `",app="` + app.Name + `"} == 3`)
 			return len(v) == 0 && len(w) == 1, fmt.Sprint(v, w)
 		})
 		a := p.waitForAlert("DuixConversationNearLimit", app.Name, "firing")
 		assert.Equal(t, conv, a.Labels["conversation_id"])
 		assert.Equal(t, "app_in_use", a.Labels["basis"])
 		assert.Contains(t, a.Annotations["description"], "its 3 sessions in use are compared with the conversation's maxConversation of 3 (100%")
+
 		for _, s := range sim.Sessions(app.AppID) {
 			require.True(t, sim.EndSession(app.AppID, s.ID))
 		}
 		p.waitForNoAlert("DuixConversationNearLimit", app.Name)
+	})
+
+	t.Run("the first failure after a healthy start counts and alerts", func(t *testing.T) {
+		p.t = t
+		app := apps[0] // support-desk
+		sel := `duix_app_errors_total{job="` + jobName + `",app="` + app.Name + `"}`
+		// Scraped healthy, at 0, several times: the counter is there before
+		// the first failure.
+		p.waitFor("the app's error counter at 0 over several scrapes", func() (bool, string) {
+			v := p.query(`count_over_time(` + sel + `[1m]) >= 3 and max_over_time(` + sel + `[1m]) == 0`)
+			return len(v) == 1, fmt.Sprint(v)
+		})
+		require.Nil(t, p.findAlert("DuixAPIErrorsHigh", app.Name))
+		faults.SetFault(app.AppID, "", platformtest.Fault{Kind: platformtest.FaultHTTP500})
+		defer faults.ClearFaults()
+		p.waitFor("increase() to see the first failures", func() (bool, string) {
+			v := p.query(`increase(` + sel + `[` + errorsWindow + `]) > 0`)
+			return len(v) == 1, fmt.Sprint(v)
+		})
+		a := p.waitForAlert("DuixAPIErrorsHigh", app.Name, "firing")
+		assert.Equal(t, "warning", a.Labels["severity"])
+		assert.Equal(t, exporterAddr, a.Labels["instance"])
+		assert.Contains(t, a.Annotations["description"], app.Name+" had ")
+		assert.Contains(t, a.Annotations["description"], "Most frequent error: http.")
+		assert.Equal(t, "Calls to the Duix platform for an app often fail.", a.Annotations["summary"])
+		faults.ClearFaults()
+		p.waitForNoAlert("DuixAppDown", app.Name)
 	})
 
 	t.Run("app-down alert fires while the platform fails", func(t *testing.T) {
@@ -256,7 +301,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 		faults.SetFault(app.AppID, "", platformtest.Fault{Kind: platformtest.FaultHTTP500})
 		a := p.waitForAlert("DuixAppDown", app.Name, "firing")
 		assert.Contains(t, a.Annotations["description"], "Most frequent error: http.")
-		v := p.query(`duix_scrape_errors_total{app="` + app.Name + `",reason="http"}`)
+		v := p.query(`duix_scrape_errors_total{job="` + jobName + `",app="` + app.Name + `",reason="http"}`)
 		assert.Len(t, v, 1, "the failed calls are counted by reason")
 		faults.ClearFaults()
 		p.waitForNoAlert("DuixAppDown", app.Name)
@@ -277,9 +322,18 @@ func TestPrometheusEndToEnd(t *testing.T) {
 		require.True(t, sim.EndSession(app.AppID, id))
 		p.waitForNoAlert("DuixSessionStuck", app.Name)
 		p.waitFor("the ended session to be counted", func() (bool, string) {
-			v := p.query(`duix_app_sessions_ended_total{app="` + app.Name + `"} > 0`)
+			v := p.query(`duix_app_sessions_ended_total{job="` + jobName + `",app="` + app.Name + `"} > 0`)
 			return len(v) == 1, fmt.Sprint(v)
 		})
+	})
+
+	// By now every series a rule reads has existed, the per-conversation
+	// counts and the estimate for records that name no conversation alike:
+	// pint's online checks (do the series and labels a rule reads exist?)
+	// have all they need.
+	t.Run("pint finds nothing against this Prometheus", func(t *testing.T) {
+		p.t = t
+		runPint(t, "http://"+promAddr)
 	})
 
 	t.Run("exporter-down alert fires when the exporter stops", func(t *testing.T) {
@@ -300,6 +354,58 @@ const oneConversationApp = "museum-guide"
 // onEventOnly are the documented metrics whose series appear with an event
 // (a failed call, a session over the cap), not in a healthy steady state.
 var onEventOnly = map[string]bool{"duix_scrape_errors_total": true, "duix_app_sessions_untracked_total": true}
+
+var duixMetricRE = regexp.MustCompile(`\bduix_[a-z_]+`)
+
+// readsEventMetricsOnly reports whether every metric a query reads is one
+// of onEventOnly.
+func readsEventMetricsOnly(expr string) bool {
+	names := duixMetricRE.FindAllString(expr, -1)
+	for _, n := range names {
+		if !onEventOnly[n] {
+			return false
+		}
+	}
+	return len(names) > 0
+}
+
+// runPint lints the shipped rules with the project's .pint.hcl and a
+// prometheus block for the test's Prometheus, so that pint's online checks
+// run too (series and labels the rules read, rule dependencies), and
+// requires no finding of any severity. The Makefile names pint's binary in
+// $PINT.
+func runPint(t *testing.T, promURL string) {
+	t.Helper()
+	bin := os.Getenv("PINT")
+	require.NotEmpty(t, bin, "$PINT names pint's binary: run `make e2e-test`, which builds it into .tools/")
+	base, err := os.ReadFile(pintConfig)
+	require.NoError(t, err)
+	cfg := filepath.Join(t.TempDir(), "pint.hcl")
+	// The test's Prometheus is minutes old and scrapes every second; some
+	// series exist only in some states of the test (the per-conversation
+	// counts while session records name their conversation, the estimate
+	// while they do not): pint looks back over the test's life, second by
+	// second, rather than over a week in 5-minute steps.
+	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(base, `
+prometheus "e2e" {
+  uri      = %q
+  timeout  = "30s"
+  required = true
+}
+
+check "promql/series" {
+  lookbackRange = "15m"
+  lookbackStep  = "1s"
+}
+`, promURL), 0o600))
+	rules, err := filepath.Abs(rulesFile)
+	require.NoError(t, err)
+	cmd := exec.Command(bin, "--no-color", "--config", cfg, "lint", "--min-severity=info", "--fail-on=info", rules)
+	out, err := cmd.CombinedOutput()
+	t.Logf("pint lint %s:\n%s", rulesFile, out)
+	require.NoError(t, err, "pint found problems (above)")
+	require.Contains(t, string(out), "online=true", "pint ran its online checks")
+}
 
 // buildExporter builds the exporter's binary into dir.
 func buildExporter(t *testing.T, dir string) string {
@@ -338,8 +444,10 @@ func writeExporterConfig(t *testing.T, dir, baseURL string, apps []simulator.Dem
 // writePrometheusConfig derives the test's Prometheus configuration from
 // the shipped prometheus.yml: the exporter's job as shipped, with the
 // test's target and short intervals, and a copy of the shipped rules whose
-// `for:` durations are short.
-func writePrometheusConfig(t *testing.T, dir, exporterAddr string) string {
+// `for:` durations are short. The per-app /probe job of probe-targets.yml
+// runs beside it, one target per app, so that every series the rules read
+// exists (DuixProbeFailed reads its `up`), as pint's online checks ask.
+func writePrometheusConfig(t *testing.T, dir, exporterAddr string, apps []simulator.DemoApp) string {
 	t.Helper()
 	rules := filepath.Join(dir, "rules.yml")
 	require.NoError(t, os.WriteFile(rules, shortenFor(t), 0o600))
@@ -366,7 +474,7 @@ func writePrometheusConfig(t *testing.T, dir, exporterAddr string) string {
 	job["scrape_interval"] = scrapeInterval
 	job["scrape_timeout"] = scrapeInterval
 	job["static_configs"] = []any{map[string]any{"targets": []string{exporterAddr}}}
-	cfg["scrape_configs"] = []any{job}
+	cfg["scrape_configs"] = []any{job, probeJob(t, exporterAddr, apps)}
 
 	out, err := yaml.Marshal(cfg)
 	require.NoError(t, err)
@@ -375,8 +483,45 @@ func writePrometheusConfig(t *testing.T, dir, exporterAddr string) string {
 	return path
 }
 
+// probeJob returns the duix-apps job of probe-targets.yml for the apps,
+// scraping the test's exporter at short intervals.
+func probeJob(t *testing.T, exporterAddr string, apps []simulator.DemoApp) map[any]any {
+	t.Helper()
+	var cfg struct {
+		ScrapeConfigs []map[any]any `yaml:"scrape_configs"`
+	}
+	raw, err := os.ReadFile(probeFile)
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(raw, &cfg))
+	for _, job := range cfg.ScrapeConfigs {
+		if job["job_name"] != "duix-apps" {
+			continue
+		}
+		names := make([]string, len(apps))
+		for i, a := range apps {
+			names[i] = a.Name
+		}
+		job["scrape_interval"] = scrapeInterval
+		job["scrape_timeout"] = scrapeInterval
+		job["static_configs"] = []any{map[string]any{"targets": names}}
+		relabels, _ := job["relabel_configs"].([]any)
+		replaced := false
+		for _, r := range relabels {
+			if m, ok := r.(map[any]any); ok && m["target_label"] == "__address__" {
+				m["replacement"] = exporterAddr
+				replaced = true
+			}
+		}
+		require.True(t, replaced, "%s: the duix-apps job sets the exporter's address", probeFile)
+		return job
+	}
+	t.Fatalf("%s has no duix-apps job", probeFile)
+	return nil
+}
+
 // shortenFor returns the shipped rules with every `for:` set to shortFor,
-// and every group evaluated at evalInterval.
+// DuixAPIErrorsHigh's window set to errorsWindow, and every group
+// evaluated at evalInterval.
 func shortenFor(t *testing.T) []byte {
 	t.Helper()
 	raw, err := os.ReadFile(rulesFile)
@@ -385,7 +530,7 @@ func shortenFor(t *testing.T) []byte {
 		Groups []map[string]any `yaml:"groups"`
 	}
 	require.NoError(t, yaml.UnmarshalStrict(raw, &rf))
-	changed := 0
+	changed, windowed := 0, false
 	for _, g := range rf.Groups {
 		if _, ok := g["interval"]; ok {
 			g["interval"] = evalInterval
@@ -397,9 +542,16 @@ func shortenFor(t *testing.T) []byte {
 				m["for"] = shortFor
 				changed++
 			}
+			if m["alert"] == "DuixAPIErrorsHigh" {
+				expr, _ := m["expr"].(string)
+				require.Contains(t, expr, "[10m]", "DuixAPIErrorsHigh's window")
+				m["expr"] = strings.ReplaceAll(expr, "[10m]", "["+errorsWindow+"]")
+				windowed = true
+			}
 		}
 	}
 	require.NotZero(t, changed, "the shipped alerts have for: durations")
+	require.True(t, windowed, "the shipped rules have DuixAPIErrorsHigh")
 	out, err := yaml.Marshal(rf)
 	require.NoError(t, err)
 	return out

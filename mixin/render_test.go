@@ -149,24 +149,42 @@ func TestSelectorsComeFromConfig(t *testing.T) {
 			assert.Contains(t, ru.Expr, `"target_app"`, "the app comes from the configured target label")
 		}
 	}
+	// The dashboards name a configured selector in their variables only:
+	// the job variable lists the jobs of appSelector, the cluster variable
+	// the clusters of exporterSelector's targets. Their queries narrow by
+	// the variables (TestLintDashboardTargets checks the job and instance
+	// matchers of every selector).
 	for name, raw := range r.Dashboards {
 		d := loadDashboard(t, raw)
+		assert.Equal(t, `label_values(up{job="exp-x"}, region)`, d.variable(t, "cluster").Definition, "%s: the cluster variable reads the configured label", name)
+		assert.Equal(t, `label_values(duix_up{job="apps-y", region=~"$cluster"}, job)`, d.variable(t, "job").Definition, name)
 		for _, v := range d.Templating.List {
-			if v.Type == "query" {
-				check(name+" variable "+v.Name, v.Definition)
+			if v.Name != "cluster" && v.Name != "job" {
+				assert.NotContains(t, v.Definition, "-x", "%s: variable %s", name, v.Name)
+				assert.NotContains(t, v.Definition, "-y", "%s: variable %s", name, v.Name)
 			}
 		}
-		assert.Contains(t, d.variable(t, "cluster").Definition, ", region)", "%s: the cluster variable reads the configured label", name)
 		for _, a := range d.Annotations.List {
 			if a.Expr != "" {
-				check(name+" annotation", a.Expr)
 				assert.Contains(t, a.Expr, `region=~"$cluster"`)
+				for _, sel := range allowed {
+					assert.NotContains(t, a.Expr, sel)
+				}
 			}
 		}
 		for _, p := range d.allPanels() {
 			for _, tg := range p.Targets {
-				check(name+" panel "+p.Title, tg.Expr)
+				for _, sel := range allowed {
+					assert.NotContains(t, tg.Expr, sel, "%s: panel %q: a configured selector beside the variables", name, p.Title)
+				}
+				assert.NotContains(t, tg.Expr, "duix-", "%s: panel %q", name, p.Title)
 				assert.NotContains(t, tg.Expr, `cluster=~`, "%s: the cluster label is the configured one", p.Title)
+				for _, m := range selectorRE.FindAllStringSubmatch(tg.Expr, -1) {
+					assert.Contains(t, m[2], `region=~"$cluster"`, "%s: panel %q: %s", name, p.Title, m[0])
+				}
+				for _, m := range bareRE.FindAllStringSubmatch(tg.Expr, -1) {
+					t.Errorf("%s: panel %q: %s without a selector in %s", name, p.Title, m[1], tg.Expr)
+				}
 			}
 		}
 	}
@@ -293,14 +311,16 @@ func TestDashboardsAreWellFormed(t *testing.T) {
 		assert.True(t, cluster.IncludeAll, "cluster has All")
 		assert.Equal(t, ".*", cluster.AllValue, "cluster's All matches series without the label")
 		assert.Equal(t, `label_values(up{job="duix-exporter"}, cluster)`, cluster.Definition)
-		instance := d.variable(t, "instance")
-		assert.True(t, instance.Multi && instance.IncludeAll)
-		assert.Equal(t, ".*", instance.AllValue)
+		for _, v := range []string{"job", "instance"} {
+			vv := d.variable(t, v)
+			assert.True(t, vv.Multi && vv.IncludeAll, "%s: %s is multi-value with All", name, v)
+			assert.Equal(t, ".+", vv.AllValue, "%s: %s", name, v)
+		}
 		app := d.variable(t, "app")
 		assert.True(t, app.Multi)
 		if name == "duix-fleet.json" {
 			assert.True(t, app.IncludeAll, "the fleet's app variable has All")
-			assert.Equal(t, ".*", app.AllValue)
+			assert.Equal(t, ".+", app.AllValue)
 		} else {
 			assert.False(t, app.IncludeAll, "the drill-down opens on one app, not the whole fleet")
 		}

@@ -2,7 +2,8 @@
 
 // Package prometheus_test runs the per-app target and sharding examples of
 // this directory (probe-targets.yml, sharding.yml) in a real Prometheus
-// (Debian's prometheus package) against the exporter's /probe, serving a
+// (the Prometheus 3 that `make test-deps` builds into .tools/, first on
+// PATH in `make probe-config-test`) against the exporter's /probe, serving a
 // simulator of the platform. Run it with `make probe-config-test`.
 package prometheus_test
 
@@ -45,7 +46,7 @@ const waitLong = 60 * time.Second
 
 func TestProbeTargetsAndShardingWithPrometheus(t *testing.T) {
 	promBin, err := exec.LookPath("prometheus")
-	require.NoError(t, err, "the prometheus binary is needed (Debian package prometheus): run `make test-deps`")
+	require.NoError(t, err, "the prometheus binary is needed: run `make probe-config-test`, which builds Prometheus 3 into .tools/ and puts it on PATH")
 	if promtool, err := exec.LookPath("promtool"); err == nil {
 		for _, f := range []string{"probe-targets.yml", "sharding.yml"} {
 			out, err := exec.Command(promtool, "check", "config", f).CombinedOutput()
@@ -83,8 +84,13 @@ func TestProbeTargetsAndShardingWithPrometheus(t *testing.T) {
 			assert.NotContains(t, s.Metric, "exported_app")
 			assert.Equal(t, "1", fmt.Sprint(s.Value[1]))
 		}
-		// The exporter's own job still scrapes /metrics.
+		// The exporter's own job still scrapes /metrics, without its copy
+		// of the per-app metrics.
 		p.waitForQuery(t, `duix_exporter_shared_fetches_total{job="duix-exporter"}`, 2, nil)
+		p.waitForQuery(t, `count({job="duix-exporter", __name__=~"duix_(up|app_.+|conversation_.+|scrape_.+)"}) or vector(0)`, 1,
+			func(s promSample) bool { return fmt.Sprint(s.Value[1]) == "0" })
+		p.waitForQuery(t, `count(duix_up{job="duix-apps"})`, 1,
+			func(s promSample) bool { return fmt.Sprint(s.Value[1]) == fmt.Sprint(len(names)) })
 	})
 
 	t.Run("sharding", func(t *testing.T) {

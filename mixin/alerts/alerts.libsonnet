@@ -1,5 +1,8 @@
 // Alerts. Every alert has a severity, a summary, a description and a
 // runbook_url (the runbook's anchor is the alert's name in lower case).
+// As the monitoring-mixins guidelines ask (and mixtool lint checks), the
+// summary is one static sentence, the same for every alert of that name;
+// the app, instance and values are in the description.
 {
   local c = $._config,
   local q = (import '../lib/queries.libsonnet')(c),
@@ -42,7 +45,7 @@
             'DuixConcurrencyNearLimit',
             'warning',
             q.concurrencyNearLimit(c.appSelector),
-            'Duix app {{ $labels.app }} is close to its concurrency allowance.',
+            'A Duix app is close to its concurrency allowance.',
             [
               '{{ $labels.app }} uses {{ $value | humanizePercentage }} of its concurrency allowance',
               inUseOfLimit + '; it warns ' + nearLimitWhen + '.',
@@ -53,7 +56,7 @@
             'DuixConcurrencyExhausted',
             'critical',
             '%s{%s} >= 1' % [r.utilization, c.appSelector],
-            'Duix app {{ $labels.app }} has used up its concurrency allowance.',
+            'A Duix app has used up its concurrency allowance.',
             [
               '{{ $labels.app }} uses {{ $value | humanizePercentage }} of its concurrency allowance',
               inUseOfLimit + ': new sessions are being refused.',
@@ -63,12 +66,12 @@
             'DuixConversationNearLimit',
             'warning',
             q.conversationNearLimit(c.appSelector),
-            'Conversation {{ $labels.conversation_id }} of Duix app {{ $labels.app }} is close to its maxConversation.',
+            'A conversation of a Duix app is close to its maxConversation.',
             [
               'Conversation {{ $labels.conversation_id }}{{- with ' + convQuery('duix_conversation_info') + ' }} ({{ . | first | label "name" }}){{ end }}',
               '{{ if eq $labels.basis "app_in_use" -}}',
               'of {{ $labels.app }} may be full: the session records of {{ $labels.app }} name no conversation, so its',
-              appValue('duix_app_concurrency_in_use') + ' sessions in use are compared with the conversation\'s maxConversation of',
+              appValue('duix_app_concurrency_in_use') + " sessions in use are compared with the conversation's maxConversation of",
               '{{ with ' + convQuery('duix_conversation_max_concurrent') + ' }}{{ . | first | value }}{{ end }}',
               '({{ $value | humanizePercentage }}; exact when the app has one configured conversation, an estimate from above when it has several).',
               '{{- else -}}',
@@ -83,7 +86,7 @@
             'DuixAppDown',
             'warning',
             'duix_up{%(appSelector)s} == 0' % c,
-            'The Duix platform does not answer for app {{ $labels.app }}.',
+            'The Duix platform does not answer for an app.',
             [
               'For ' + u.durationText(c.alertFor.DuixAppDown) + ' every scrape of {{ $labels.app }} by {{ $labels.instance }} failed',
               '(duix_up is 0): its concurrency and sessions are unknown.',
@@ -94,7 +97,7 @@
             'DuixExporterDown',
             'critical',
             'up{%(exporterSelector)s} == 0 or absent(up{%(exporterSelector)s})' % c,
-            'duix_exporter is down or not scraped.',
+            'Duix exporter is down or not scraped.',
             [
               '{{ if $labels.instance }}Prometheus cannot scrape duix_exporter at {{ $labels.instance }}{{ else }}Prometheus has no duix_exporter target (no series up{' + c.exporterSelector + '}){{ end }}:',
               'the concurrency of the Duix apps is not monitored.',
@@ -104,7 +107,7 @@
             'DuixProbeFailed',
             'warning',
             'label_replace(up{%(probeSelector)s} == 0, "app", "$1", "%(probeAppLabel)s", "(.*)")' % c,
-            'Prometheus cannot probe Duix app {{ $labels.app }} through duix_exporter.',
+            'Prometheus cannot probe a Duix app through duix_exporter.',
             [
               'Every scrape of /probe for {{ $labels.app }} (job {{ $labels.job }}) failed for ' + u.durationText(c.alertFor.DuixProbeFailed) + ':',
               'none of its metrics arrive, so no other alert can fire for it. The exporter is down or unreachable,',
@@ -117,14 +120,14 @@
             'warning',
             |||
               (
-                  sum without (reason) (increase(duix_scrape_errors_total{%(appSelector)s}[%(apiErrorsWindow)s]))
+                  increase(duix_app_errors_total{%(appSelector)s}[%(apiErrorsWindow)s])
                 /
                   count_over_time(duix_up{%(appSelector)s}[%(apiErrorsWindow)s])
               ) > %(apiErrorsPerScrape)s
               unless
               max_over_time(duix_up{%(appSelector)s}[%(apiErrorsWindow)s]) == 0
             ||| % (c { apiErrorsPerScrape: u.num(c.apiErrorsPerScrape) }),
-            'Calls to the Duix platform for app {{ $labels.app }} often fail.',
+            'Calls to the Duix platform for an app often fail.',
             [
               '{{ $labels.app }} had {{ $value | printf "%.2f" }} failed calls to the platform per scrape',
               'over the last ' + u.durationText(c.apiErrorsWindow) + ' (reported by {{ $labels.instance }}).',
@@ -135,7 +138,7 @@
             'DuixSessionStuck',
             'warning',
             'duix_app_oldest_session_age_seconds{%(appSelector)s} > %(stuckSessionSeconds)d' % c,
-            'Duix app {{ $labels.app }} has a session that has been active for over ' + u.secondsDuration(c.stuckSessionSeconds) + '.',
+            'A Duix app has a session that has been active for over ' + u.secondsDuration(c.stuckSessionSeconds) + '.',
             [
               'The oldest active session of {{ $labels.app }} has been going for',
               '{{ $value | humanizeDuration }} (over ' + u.secondsDuration(c.stuckSessionSeconds) + ', reported by {{ $labels.instance }}): a client or kiosk',
@@ -147,7 +150,7 @@
             'info',
             'count_over_time((%s{%s} >= %s)[%dd:1d]) >= %d'
             % [r.peakUtilization1d, c.appSelector, u.num(c.planningRatio), c.planningWindowDays, c.planningDays],
-            'Duix app {{ $labels.app }} often peaks near its concurrency allowance.',
+            'A Duix app often peaks near its concurrency allowance.',
             [
               'On {{ $value }} of the last %d days the daily peak of {{ $labels.app }} reached %s of its' % [c.planningWindowDays, u.percent(c.planningRatio)],
               'concurrency allowance (reported by {{ $labels.instance }}): plan more allowance before',
@@ -158,7 +161,7 @@
             'DuixExporterConfigReloadFailed',
             'warning',
             'duix_exporter_config_last_reload_successful{%(exporterSelector)s} == 0' % c,
-            'duix_exporter at {{ $labels.instance }} could not reload its configuration.',
+            'Duix exporter could not reload its configuration.',
             [
               'The last reload of the configuration file by {{ $labels.instance }} failed; it keeps',
               'running with the previous configuration',

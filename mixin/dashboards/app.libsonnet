@@ -11,11 +11,13 @@ function(c)
   local sel = common.appSelector;
   local exp = common.exporterSelector;
 
-  // Session durations from the classic buckets, or from the native
-  // histogram for a Prometheus that scrapes only that.
+  // Durations of the sessions that ended over the last hour, from the
+  // classic buckets, or from the native histogram for a Prometheus that
+  // scrapes only that. The hour is the panel's meaning, not a rate
+  // window: increase(), whose ratios are those of rate().
   local durationQuantile(phi) =
-    'histogram_quantile(%s, sum by (app, le) (rate(duix_app_session_duration_seconds_bucket{%s}[1h])))' % [phi, sel]
-    + ' or histogram_quantile(%s, sum by (app) (rate(duix_app_session_duration_seconds{%s}[1h])))' % [phi, sel];
+    'histogram_quantile(%s, sum by (app, le) (increase(duix_app_session_duration_seconds_bucket{%s}[1h])))' % [phi, sel]
+    + ' or histogram_quantile(%s, sum by (app) (increase(duix_app_session_duration_seconds{%s}[1h])))' % [phi, sel];
 
   g.dashboard(
     uid=c.appDashboardUID,
@@ -78,7 +80,7 @@ function(c)
           g.timeseries('Session-minutes per day', 'Session-minutes used over the previous 24 hours, at each moment (%s / 60).' % r.sessionSeconds1d, [
             g.target('%s{%s} / 60' % [r.sessionSeconds1d, sel], '{{app}}'),
           ], min=0, w=12),
-          g.timeseries('Oldest session age', 'Age of the app\'s oldest active session. DuixSessionStuck fires past %s.' % u.secondsDuration(c.stuckSessionSeconds), [
+          g.timeseries('Oldest session age', "Age of the app's oldest active session. DuixSessionStuck fires past %s." % u.secondsDuration(c.stuckSessionSeconds), [
             g.target('duix_app_oldest_session_age_seconds{%s}' % sel, '{{app}}'),
           ], unit='s', min=0, w=12, thresholds=g.thresholds('green', [[c.stuckSessionSeconds, 'red']])),
         ],
@@ -90,7 +92,7 @@ function(c)
             g.target('%s{%s}' % [r.inUseMax1d, sel], '{{app}} daily peak'),
             g.target('%s{%s}' % [r.limitMax1d, sel], '{{app}} allowance'),
           ], min=0, w=12) { timeFrom: '30d', interval: '1h' },
-          g.timeseries('Daily peak / allowance', 'The day\'s peak against the allowance. DuixAllowancePlanning fires when it reaches %s on %d of %d days.' % [u.percent(c.planningRatio), c.planningDays, c.planningWindowDays], [
+          g.timeseries('Daily peak / allowance', "The day's peak against the allowance. DuixAllowancePlanning fires when it reaches %s on %d of %d days." % [u.percent(c.planningRatio), c.planningDays, c.planningWindowDays], [
             g.target('%s{%s}' % [r.peakUtilization1d, sel], '{{app}}'),
           ], unit='percentunit', min=0, w=12, thresholds=g.thresholds('green', [[c.planningRatio, 'orange'], [1, 'red']])) { timeFrom: '30d', interval: '1h' },
         ],
@@ -139,10 +141,11 @@ function(c)
           g.stateTimeline('Platform answering', 'Whether each scrape reached the platform for the app (duix_up).', [
             g.target('duix_up{%s}' % sel, '{{app}}'),
           ], mappings=g.boolMappings('failing', 'answering')),
-          g.timeseries('Failed calls by reason', 'Failed calls to the platform per second, by reason. 0 while none has failed (the error series appear with the first failure).', [
-            g.target('sum by (app, reason) (rate(duix_scrape_errors_total{%s}[$__rate_interval])) or sum by (app) (0 * duix_up{%s})' % [sel, sel], '{{app}} {{reason}}'),
+          g.timeseries('Failed calls', "Failed calls to the platform per second: all of them (duix_app_errors_total, 0 from the app's first scrape on), and by reason (duix_scrape_errors_total, whose series of a reason appears with its first failure).", [
+            g.target('sum by (app) (rate(duix_app_errors_total{%s}[$__rate_interval]))' % sel, '{{app}} all'),
+            g.target('sum by (app, reason) (rate(duix_scrape_errors_total{%s}[$__rate_interval]))' % sel, '{{app}} {{reason}}'),
           ], unit='reqps', min=0, w=12, h=6),
-          g.timeseries('Scrape duration', 'Wall time of the app\'s calls in each scrape.', [
+          g.timeseries('Scrape duration', "Wall time of the app's calls in each scrape.", [
             g.target('duix_scrape_duration_seconds{%s}' % sel, '{{app}}'),
           ], unit='s', min=0, w=8),
           g.timeseries('API latency p50 / p99', 'Time from sending a request to the platform until its body was read, by endpoint, for every app of the exporter.', [
@@ -157,7 +160,7 @@ function(c)
       {
         title: 'Exporter',
         panels: [
-          g.table('App', 'The app\'s IDs as configured and reported.', [
+          g.table('App', "The app's IDs as configured and reported.", [
             g.target('duix_app_info{%s}' % sel, instant=true, table=true),
           ], columns=[['app', 'app'], ['app_id', 'app ID'], ['corp_id', 'corp ID']], w=10, h=6),
           g.stat('Configuration reload', 'Whether the last configuration reload of the exporter succeeded.', [

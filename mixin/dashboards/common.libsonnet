@@ -5,31 +5,56 @@ local u = import '../lib/utils.libsonnet';
 function(c) {
   local clusterMatcher = '%s=~"$cluster"' % c.clusterLabel,
 
-  // Per-app metrics of the chosen cluster, job, instances and apps.
-  appSelector:: u.matchers([c.appSelector, clusterMatcher, 'job="$job"', 'instance=~"$instance"', 'app=~"$app"']),
-  // The exporter's own metrics (only /metrics serves them) of the chosen
-  // cluster. Not narrowed by job and instance: with per-app /probe
-  // targets, those name the probes, not the exporter.
-  exporterSelector:: u.matchers([c.exporterSelector, clusterMatcher]),
-  // The per-app /probe targets of the chosen cluster.
-  probeSelector:: u.matchers([c.probeSelector, clusterMatcher]),
+  // Every panel query narrows by the cluster, job and instance variables
+  // (and the app variable for the per-app metrics), with =~ matchers, as
+  // dashboard-linter's target-job-rule and target-instance-rule ask. The
+  // selectors of _config appear in the variables only: the job variable
+  // lists the jobs that appSelector selects.
+  //
+  // The exporter's own metrics (duix_api_*, duix_exporter_*) and `up`.
+  exporterSelector:: u.matchers([clusterMatcher, 'job=~"$job"', 'instance=~"$instance"']),
+  // The per-app metrics of the chosen apps.
+  appSelector:: u.matchers([self.exporterSelector, 'app=~"$app"']),
 
   // cluster, job, instance and app, each narrowing the next. The cluster
-  // variable's All is ".*", which also matches series without the label.
+  // variable's All is ".*", which also matches series without the label;
+  // job and instance are multi-value with All ".+" (dashboard-linter's
+  // template-job-rule and template-instance-rule). With per-app /probe
+  // targets, All takes the probe job (per-app metrics) and the exporter's
+  // job (its own metrics) together.
   variables(appMulti, appIncludeAll):: [
     g.datasourceVariable,
     g.queryVariable(
-      'cluster', 'Cluster', 'label_values(up{%s}, %s)' % [c.exporterSelector, c.clusterLabel],
-      includeAll=true, allValue='.*', hide=if c.showMultiCluster then 0 else 2,
+      'cluster',
+      'Cluster',
+      'label_values(up{%s}, %s)' % [c.exporterSelector, c.clusterLabel],
+      includeAll=true,
+      allValue='.*',
+      hide=if c.showMultiCluster then 0 else 2,
     ),
-    g.queryVariable('job', 'Job', 'label_values(duix_up{%s}, job)' % u.matchers([c.appSelector, clusterMatcher])),
     g.queryVariable(
-      'instance', 'Instance', 'label_values(duix_up{%s}, instance)' % u.matchers([c.appSelector, clusterMatcher, 'job="$job"']),
-      multi=true, includeAll=true, allValue='.*',
+      'job',
+      'Job',
+      'label_values(duix_up{%s}, job)' % u.matchers([c.appSelector, clusterMatcher]),
+      multi=true,
+      includeAll=true,
+      allValue='.+',
     ),
     g.queryVariable(
-      'app', 'App', 'label_values(duix_up{%s}, app)' % u.matchers([c.appSelector, clusterMatcher, 'job="$job"', 'instance=~"$instance"']),
-      multi=appMulti, includeAll=appIncludeAll, allValue=if appIncludeAll then '.*' else null,
+      'instance',
+      'Instance',
+      'label_values(duix_up{%s}, instance)' % u.matchers([clusterMatcher, 'job=~"$job"']),
+      multi=true,
+      includeAll=true,
+      allValue='.+',
+    ),
+    g.queryVariable(
+      'app',
+      'App',
+      'label_values(duix_up{%s}, app)' % u.matchers([clusterMatcher, 'job=~"$job"', 'instance=~"$instance"']),
+      multi=appMulti,
+      includeAll=appIncludeAll,
+      allValue=if appIncludeAll then '.+' else null,
     ),
   ],
 

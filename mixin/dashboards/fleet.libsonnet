@@ -45,8 +45,8 @@ function(c)
           g.stat('Fleet allowance used', 'Sessions in use over the sum of the allowances, across the apps shown.', [
             g.target('sum(duix_app_concurrency_in_use{%s}) / sum(duix_app_concurrency_limit{%s} > 0)' % [sel, sel], instant=true),
           ], unit='percentunit', thresholds=common.utilizationThresholds),
-          g.stat('Duix alerts firing', 'Duix alerts firing now, of every kind.', [
-            g.target(countOrZero('ALERTS{alertname=~"Duix.*", alertstate="firing", %s=~"$cluster"}' % c.clusterLabel), instant=true),
+          g.stat('Duix alerts firing', 'Duix alerts firing now for the jobs and instances shown, of every kind.', [
+            g.target(countOrZero('ALERTS{%s}' % u.matchers(['alertname=~"Duix.*"', 'alertstate="firing"', exp])), instant=true),
           ], thresholds=g.thresholds('green', [[1, 'orange']])),
         ],
       },
@@ -91,11 +91,9 @@ function(c)
             [g.target(
               |||
                 topk(10,
-                    sum without (reason) (increase(duix_scrape_errors_total{%(sel)s}[$__range]))
+                    increase(duix_app_errors_total{%(sel)s}[$__range])
                   /
                     count_over_time(duix_up{%(sel)s}[$__range])
-                  or
-                    0 * count_over_time(duix_up{%(sel)s}[$__range])
                 )
               ||| % { sel: sel },
               '{{app}}',
@@ -142,11 +140,21 @@ function(c)
       {
         title: 'Exporter',
         panels: [
-          g.stat('Exporter targets up', 'Targets of the exporter (%s) that Prometheus scrapes.' % c.exporterSelector, [
-            g.target(countOrZero('up{%s} == 1' % exp), instant=true),
+          g.stat('Exporters up', 'Exporters of the jobs and instances shown whose /metrics Prometheus scrapes (their duix_exporter_build_info).', [
+            g.target(countOrZero('duix_exporter_build_info{%s}' % exp), instant=true),
           ], thresholds=g.thresholds('red', [[1, 'green']])),
-          g.stat('Probe targets failing', 'Per-app /probe targets (%s) whose scrape fails (DuixProbeFailed). 0 without per-app targets.' % c.probeSelector, [
-            g.target(countOrZero('up{%s} == 0' % common.probeSelector), instant=true),
+          g.stat('Targets down', "Targets that Prometheus fails to scrape: an exporter's /metrics (DuixExporterDown) or a per-app /probe target (DuixProbeFailed). Only the jobs shown that served Duix metrics over the last hour count.", [
+            g.target(|||
+              count(
+                  up{%(exp)s} == 0
+                and on (job)
+                  (
+                      group by (job) (last_over_time(duix_up{%(exp)s}[1h]))
+                    or
+                      group by (job) (last_over_time(duix_exporter_build_info{%(exp)s}[1h]))
+                  )
+              ) or vector(0)
+            ||| % { exp: exp }, instant=true),
           ], thresholds=g.thresholds('green', [[1, 'red']])),
           g.stat('Configuration reload', 'Whether the last configuration reload of every exporter succeeded.', [
             g.target('min(duix_exporter_config_last_reload_successful{%s})' % exp, instant=true),

@@ -39,20 +39,20 @@
   timeseries(title, description, targets, unit='short', w=12, h=8, min=null, max=null, thresholds=null, stack=false, bars=false):: base('timeseries', title, description, targets, w, h) {
     fieldConfig: {
       defaults: {
-        unit: unit,
-        color: { mode: 'palette-classic' },
-        custom: {
-          drawStyle: if bars then 'bars' else 'line',
-          lineWidth: 1,
-          fillOpacity: if bars then 80 else 10,
-          showPoints: 'never',
-          spanNulls: false,
-          stacking: { mode: if stack then 'normal' else 'none', group: 'A' },
-          thresholdsStyle: { mode: if thresholds == null then 'off' else 'line' },
-        },
-        thresholds: if thresholds == null then $.thresholds('green') else thresholds,
-      } + (if min == null then {} else { min: min })
-      + (if max == null then {} else { max: max }),
+                  unit: unit,
+                  color: { mode: 'palette-classic' },
+                  custom: {
+                    drawStyle: if bars then 'bars' else 'line',
+                    lineWidth: 1,
+                    fillOpacity: if bars then 80 else 10,
+                    showPoints: 'never',
+                    spanNulls: false,
+                    stacking: { mode: if stack then 'normal' else 'none', group: 'A' },
+                    thresholdsStyle: { mode: if thresholds == null then 'off' else 'line' },
+                  },
+                  thresholds: if thresholds == null then $.thresholds('green') else thresholds,
+                } + (if min == null then {} else { min: min })
+                + (if max == null then {} else { max: max }),
       overrides: [],
     },
     options: {
@@ -122,10 +122,10 @@
   // A table of instant queries merged into one row per series.
   // columns: [label or 'Value #X', display name] in order; hidden: labels
   // kept for links but not shown; overrides: more field overrides.
-  table(title, description, targets, columns, w=12, h=8, hidden=[], overrides=[], sortBy=null):: base('table', title, description, targets, w, h) {
+  table(title, description, targets, columns, unit='short', w=12, h=8, hidden=[], overrides=[], sortBy=null):: base('table', title, description, targets, w, h) {
     local shown = [col[0] for col in columns],
     fieldConfig: {
-      defaults: { custom: { align: 'auto', filterable: false }, thresholds: $.thresholds('text') },
+      defaults: { unit: unit, custom: { align: 'auto', filterable: false }, thresholds: $.thresholds('text') },
       overrides: [
         { matcher: { id: 'byName', options: f }, properties: [{ id: 'custom.hidden', value: true }] }
         for f in hidden
@@ -154,9 +154,10 @@
     ],
   },
 
-  stateTimeline(title, description, targets, w=12, h=6, mappings=[]):: base('state-timeline', title, description, targets, w, h) {
+  stateTimeline(title, description, targets, unit='none', w=12, h=6, mappings=[]):: base('state-timeline', title, description, targets, w, h) {
     fieldConfig: {
       defaults: {
+        unit: unit,
         mappings: mappings,
         thresholds: $.thresholds('red', [[1, 'green']]),
         color: { mode: 'thresholds' },
@@ -262,7 +263,9 @@
     title: title,
     description: description,
     tags: tags,
-    editable: true,
+    // Provisioned from files: changes belong in the mixin, not in Grafana
+    // (dashboard-linter's uneditable-dashboard rule).
+    editable: false,
     graphTooltip: 1,
     schemaVersion: 39,
     version: 1,

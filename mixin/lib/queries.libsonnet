@@ -16,8 +16,9 @@ function(c) {
     conversationMaxSum: 'app:duix_conversation_max_concurrent:sum',
     // duix_conversation_active_sessions / duix_conversation_max_concurrent.
     conversationUtilization: 'app_conversation_id:duix_conversation_active_sessions_per_max_concurrent:ratio',
-    // duix_app_concurrency_in_use / duix_conversation_max_concurrent, for
-    // apps whose session records name no conversation.
+    // duix_app_concurrency_in_use / duix_conversation_max_concurrent: an
+    // upper bound, used for apps whose session records name no
+    // conversation.
     conversationUtilizationEstimate: 'app_conversation_id:duix_app_concurrency_in_use_per_conversation_max_concurrent:ratio',
     // increase(duix_app_session_seconds_total[1d]).
     sessionSeconds1d: 'app:duix_app_session_seconds:increase1d',
@@ -57,28 +58,32 @@ function(c) {
   conversationNearLimit(sel)::
     local rec = self.record;
     |||
-    label_replace(
-      %(exact)s,
-      "basis", "sessions", "", ""
-    )
-    or
-    label_replace(
-      %(estimate)s{%(sel)s} >= %(r)s
+      label_replace(
+        %(exact)s,
+        "basis", "sessions", "", ""
+      )
       or
-      (
-          %(estimate)s{%(sel)s} > 0
-        and
-          (duix_conversation_max_concurrent{%(sel)s} - ignoring (conversation_id) group_left () duix_app_concurrency_in_use{%(sel)s}) <= %(free)s
-      ),
-      "basis", "app_in_use", "", ""
-    )
-  ||| % {
-    exact: nearLimit(rec.conversationUtilization, 'duix_conversation_max_concurrent', 'duix_conversation_active_sessions', sel),
-    estimate: rec.conversationUtilizationEstimate,
-    sel: sel,
-    r: u.num(c.nearLimitRatio),
-    free: c.nearLimitMinFree,
-  },
+      label_replace(
+        (
+            %(estimate)s{%(sel)s} >= %(r)s
+          or
+            (
+                %(estimate)s{%(sel)s} > 0
+              and
+                (duix_conversation_max_concurrent{%(sel)s} - ignoring (conversation_id) group_left () duix_app_concurrency_in_use{%(sel)s}) <= %(free)s
+            )
+        )
+        and ignoring (conversation_id)
+        duix_app_sessions_without_conversation{%(sel)s} > 0,
+        "basis", "app_in_use", "", ""
+      )
+    ||| % {
+      exact: nearLimit(rec.conversationUtilization, 'duix_conversation_max_concurrent', 'duix_conversation_active_sessions', sel),
+      estimate: rec.conversationUtilizationEstimate,
+      sel: sel,
+      r: u.num(c.nearLimitRatio),
+      free: c.nearLimitMinFree,
+    },
 
   // The number in use from which an app is near its allowance.
   nearLimitLevel(sel)::

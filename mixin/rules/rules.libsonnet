@@ -29,21 +29,18 @@
             expr: 'duix_conversation_active_sessions{%(appSelector)s} / (duix_conversation_max_concurrent{%(appSelector)s} > 0)' % c,
           },
           {
-            // Where the app's session records name no conversation (so the
-            // count of each is unknown and not exported): the app's
-            // concurrency in use against each conversation's
-            // maxConversation. Exact for an app with one configured
-            // conversation (every session is its); an upper bound for one
-            // with several.
+            // The app's concurrency in use against each conversation's
+            // maxConversation: an upper bound of the conversation's share
+            // (exact for an app with one configured conversation). The
+            // alert reads it where the app's session records name no
+            // conversation, so that the count of each is unknown and not
+            // exported. Recorded all along, so that no rule reads a series
+            // that comes and goes with the records' content.
             record: r.conversationUtilizationEstimate,
             expr: |||
-              (
-                  duix_app_concurrency_in_use{%(appSelector)s}
-                / ignoring (conversation_id) group_right ()
-                  (duix_conversation_max_concurrent{%(appSelector)s} > 0)
-              )
-              and ignoring (conversation_id)
-              (duix_app_sessions_without_conversation{%(appSelector)s} > 0)
+              duix_app_concurrency_in_use{%(appSelector)s}
+              / ignoring (conversation_id) group_right ()
+              (duix_conversation_max_concurrent{%(appSelector)s} > 0)
             ||| % c,
           },
         ],
