@@ -512,11 +512,10 @@ func OpenSecretFile(path string) (*os.File, os.FileInfo, error) {
 // yamlTypeNames turns the names of the decoding types in YAML errors into
 // the names of the configuration sections.
 var yamlTypeNames = strings.NewReplacer(
-	"type config.plainConfig", "the top level",
-	"type config.plainAPI", "section api",
-	"type config.plainApp", "an entry of apps",
+	"in type ", "in ", // field x not found in type T
 	"config.plainConfig", "the top level",
 	"config.plainAPI", "section api",
+	"config.plainSessions", "section sessions",
 	"config.plainApp", "an entry of apps",
 	"config.janitorFields", "section janitor",
 	"config.appJanitorFields", "an app's janitor section",
