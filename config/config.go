@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -21,59 +22,49 @@ import (
 	"go.yaml.in/yaml/v2"
 )
 
-// DefaultBaseURL is the production base address of the Duix OpenAPI v2. It
-// already contains the sdk area and the version segment.
+// DefaultBaseURL is the production base address of the Duix OpenAPI v2,
+// sdk area and version segment included.
 const DefaultBaseURL = "https://app.duix.ai/duix-openapi-v2/sdk/v2"
 
-// Values of API.AuthHeader.
+// Values of API.AuthHeader: "Authorization: Bearer <token>" or "token: <token>".
 const (
-	// AuthHeaderAuthorization sends "Authorization: Bearer <token>".
 	AuthHeaderAuthorization = "authorization"
-	// AuthHeaderToken sends "token: <token>".
-	AuthHeaderToken = "token"
+	AuthHeaderToken         = "token"
 )
 
 // Defaults and limits.
 const (
-	DefaultTimeout             = model.Duration(10 * time.Second)
 	DefaultMaxConcurrency      = 16
-	DefaultMaxResponseBytes    = int64(512 << 10) // 512 KiB; see MemoryNeeded
+	DefaultMaxResponseBytes    = int64(512 << 10) // see MemoryNeeded
 	DefaultConversationRefresh = model.Duration(5 * time.Minute)
 	DefaultTokenTTL            = model.Duration(30 * time.Minute)
 
-	DefaultMaxTracked = 10000
-
 	MaxMaxConcurrency   = 4096
-	MaxMaxTracked       = 1000000
 	MinMaxResponseBytes = int64(1024)
-	MinTokenTTL         = model.Duration(time.Minute)
-	MaxTokenTTL         = model.Duration(24 * time.Hour)
+	MaxConfigFileBytes  = 16 << 20
 )
 
 var (
-	// DefaultAPI is the api section used when the section, or one of its
-	// fields, is absent.
+	// DefaultAPI is the api section, and the value of each of its fields,
+	// when absent.
 	DefaultAPI = API{
 		BaseURL:             DefaultBaseURL,
 		AuthHeader:          AuthHeaderAuthorization,
-		Timeout:             DefaultTimeout,
+		Timeout:             model.Duration(10 * time.Second),
 		MaxConcurrency:      DefaultMaxConcurrency,
 		MaxResponseBytes:    DefaultMaxResponseBytes,
-		MinInterval:         0,
 		ConversationRefresh: DefaultConversationRefresh,
 		HTTPClientConfig:    promconfig.DefaultHTTPClientConfig,
 	}
 
-	// DefaultSessions is the sessions section used when the section, or
-	// one of its fields, is absent.
-	DefaultSessions = Sessions{Lifecycle: true, MaxTracked: DefaultMaxTracked}
-
-	// DefaultApp is the starting point of every entry of apps. TokenTTL is
-	// not set here: it defaults to DefaultTokenTTL only for apps that mint
-	// their own tokens (see App.UnmarshalYAML).
-	DefaultApp = App{}
+	// DefaultSessions and DefaultJanitor are those sections, and the value
+	// of each of their fields, when absent.
+	DefaultSessions = Sessions{Lifecycle: true, MaxTracked: 10000}
+	DefaultJanitor  = Janitor{MaxStopsPerHour: 10, AlertName: "DuixSessionStuck"}
 
 	appNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.:-]{1,128}$`)
+	// alertNameRE is what Prometheus' alerting rules accept as an alert name.
+	alertNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]{0,127}$`)
 )
 
 // Config is the whole configuration file.
@@ -81,90 +72,79 @@ type Config struct {
 	API      API      `yaml:"api"`
 	Sessions Sessions `yaml:"sessions"`
 	Apps     []App    `yaml:"apps"`
-	Janitor  Janitor  `yaml:"janitor"` // config/janitor.go
+	Janitor  Janitor  `yaml:"janitor"`
 }
 
 // Sessions configures what the exporter follows of the apps' sessions.
-// The zero value turns the lifecycle off; a file without the section gets
-// DefaultSessions.
 type Sessions struct {
-	// Lifecycle turns on the session lifecycle metrics: sessions started
-	// and ended, their durations, the oldest session's age and the
-	// session-seconds used (15 series per app).
-	Lifecycle bool `yaml:"lifecycle"`
-	// MaxTracked bounds the sessions followed per app, 1..1000000; those
-	// over it are counted, not followed.
-	MaxTracked int `yaml:"max_tracked"`
+	Lifecycle  bool `yaml:"lifecycle"`   // the session lifecycle metrics (15 series per app)
+	MaxTracked int  `yaml:"max_tracked"` // sessions followed per app, 1..1000000; the others are counted
 }
 
 // API holds the settings shared by every upstream request.
 type API struct {
-	// BaseURL is the base address the operation paths are appended to.
-	// Absolute http or https URL, without user info, query or fragment.
-	// Trailing slashes are removed.
-	BaseURL string `yaml:"base_url"`
-	// AuthHeader selects how the access token is sent: "authorization"
-	// (Authorization: Bearer <token>) or "token" (token: <token>).
-	AuthHeader string `yaml:"auth_header"`
-	// Timeout bounds each upstream request. Must be > 0.
-	Timeout model.Duration `yaml:"timeout"`
-	// MaxConcurrency bounds the upstream requests in flight at once, 1..4096.
-	MaxConcurrency int `yaml:"max_concurrency"`
-	// MaxResponseBytes bounds the size of a response body, >= 1024.
-	MaxResponseBytes int64 `yaml:"max_response_bytes"`
-	// MinInterval: results younger than this are reused instead of asking
-	// the platform again. 0 turns the cache off.
-	MinInterval model.Duration `yaml:"min_interval"`
-	// ConversationRefresh is how often conversation details are fetched
-	// again. Must be > 0.
-	ConversationRefresh model.Duration `yaml:"conversation_refresh"`
-	// HTTPClientConfig configures TLS, proxy, redirects and HTTP/2.
-	// Credentials are not allowed here: they are per app.
+	BaseURL             string         `yaml:"base_url"`             // absolute http(s) URL, no user info, query or fragment; trailing slashes removed
+	AuthHeader          string         `yaml:"auth_header"`          // AuthHeaderAuthorization or AuthHeaderToken
+	Timeout             model.Duration `yaml:"timeout"`              // per upstream request, > 0
+	MaxConcurrency      int            `yaml:"max_concurrency"`      // upstream requests in flight, 1..4096
+	MaxResponseBytes    int64          `yaml:"max_response_bytes"`   // per response body, >= 1024
+	MinInterval         model.Duration `yaml:"min_interval"`         // results younger than this are reused; 0: off
+	ConversationRefresh model.Duration `yaml:"conversation_refresh"` // how often conversation details are fetched, > 0
+	// HTTPClientConfig configures TLS, proxy, redirects and HTTP/2; no
+	// credentials, which are per app.
 	HTTPClientConfig promconfig.HTTPClientConfig `yaml:"http_client,omitempty"`
 }
 
-// App is one application of the platform, scraped with its own credential.
-// Exactly one of AppKey, AppKeyFile, Token and TokenFile is set.
+// App is one application of the platform, scraped with its own credential:
+// exactly one of AppKey, AppKeyFile, Token and TokenFile. After Parse with a
+// directory, the file paths are absolute.
 type App struct {
-	// Name is the value of the app label. Unique, [a-zA-Z0-9_.:-]{1,128}.
-	Name string `yaml:"name"`
-	// AppID is the application ID created on the platform. Unique.
-	AppID string `yaml:"app_id"`
-	// AppKey is the application secret used to sign (HS256) the access
-	// tokens the exporter mints itself.
-	AppKey promconfig.Secret `yaml:"app_key,omitempty"`
-	// AppKeyFile is a file holding the application secret. After Parse
-	// or Load it is an absolute path (or relative to the working directory
-	// when Parse was given an empty dir).
-	AppKeyFile string `yaml:"app_key_file,omitempty"`
-	// Token is a ready-made access token.
-	Token promconfig.Secret `yaml:"token,omitempty"`
-	// TokenFile is a file holding a ready-made access token. The path is
-	// resolved like AppKeyFile.
-	TokenFile string `yaml:"token_file,omitempty"`
-	// TokenTTL is the lifetime of the tokens minted from the app key,
-	// 1m..24h. Absent or 0 means DefaultTokenTTL when a key is used; it must
-	// be left unset for apps with a ready-made token (it is 0 for them).
-	TokenTTL model.Duration `yaml:"token_ttl,omitempty"`
-	// Conversations are the conversation IDs to watch. Non-empty, unique
-	// within the app.
-	Conversations []string `yaml:"conversations,omitempty"`
-	// Janitor, when set, opts the app in to the janitor (config/janitor.go).
-	Janitor *AppJanitor `yaml:"janitor,omitempty"`
+	Name          string            `yaml:"name"`                    // the app label: unique, [a-zA-Z0-9_.:-]{1,128}
+	AppID         string            `yaml:"app_id"`                  // the platform's application ID; unique
+	AppKey        promconfig.Secret `yaml:"app_key,omitempty"`       // signs (HS256) the access tokens the exporter mints
+	AppKeyFile    string            `yaml:"app_key_file,omitempty"`  // a file holding the app key
+	Token         promconfig.Secret `yaml:"token,omitempty"`         // a ready-made access token
+	TokenFile     string            `yaml:"token_file,omitempty"`    // a file holding a ready-made access token
+	TokenTTL      model.Duration    `yaml:"token_ttl,omitempty"`     // of minted tokens, 1m..24h, DefaultTokenTTL if absent; 0 for a ready-made token
+	Conversations []string          `yaml:"conversations,omitempty"` // conversation IDs to watch, unique in the app
+	Janitor       *AppJanitor       `yaml:"janitor,omitempty"`       // when set, opts the app in to the janitor
 }
 
-// UsesKey reports whether the app mints its own tokens from an app key
-// (app_key or app_key_file is set).
+// Janitor is the top-level janitor section (docs/janitor.md): what the
+// janitor acts on and how much, for the apps that opt in with an
+// AppJanitor. It does nothing unless --janitor.listen-address is set.
+type Janitor struct {
+	MaxStopsPerHour int    `yaml:"max_stops_per_hour"` // sessions stopped in any hour, all apps together, 1..10000
+	DryRun          bool   `yaml:"dry_run"`            // decide and count as usual, stop nothing
+	AlertName       string `yaml:"alert_name"`         // the only alert the janitor acts on
+}
+
+// AppJanitor is the janitor section of an app: its presence opts the app in.
+type AppJanitor struct {
+	// MaxSessionAge: the app's sessions older than this (by the exporter's
+	// knowledge of their start) are stopped; at least 1m.
+	MaxSessionAge model.Duration `yaml:"max_session_age"`
+}
+
+// UsesKey reports whether the app mints its own tokens from an app key.
 func (a App) UsesKey() bool {
 	return a.AppKey != "" || a.AppKeyFile != ""
 }
 
-// Load reads and parses the configuration file at path. Relative *_file
-// paths in it are resolved against the directory of the file, once
-// symbolic links are followed: a configuration linked from elsewhere
-// finds its key files beside the real file.
+// Load reads and parses the configuration file at path. Relative paths in
+// it are resolved against the directory of the file once symbolic links
+// are followed.
 func Load(path string) (*Config, error) {
-	data, err := readConfigFile(path)
+	// Read as carefully as a secret file, and at most MaxConfigFileBytes.
+	f, _, err := OpenSecretFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config file: %w", err)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigFileBytes+1))
+	_ = f.Close()
+	if err == nil && len(data) > MaxConfigFileBytes {
+		err = fmt.Errorf("%q is larger than %d bytes", path, MaxConfigFileBytes)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
 	}
@@ -183,29 +163,32 @@ func Load(path string) (*Config, error) {
 	return cfg, nil
 }
 
-// Parse parses a configuration from data. Unknown fields are errors,
-// defaults are applied, relative *_file paths are joined with dir (left
-// alone when dir is empty) and the result is validated. The key and token
-// files must exist and be readable regular files; their content is not read.
+// Parse parses and validates a configuration. Unknown fields are errors,
+// defaults are applied and relative file paths are joined with dir (left
+// alone when dir is empty). Key and token files must be readable regular
+// files; they are not read.
 func Parse(data []byte, dir string) (*Config, error) {
-	// Through a pointer, so that an empty or null document leaves it nil
-	// instead of zeroing the defaults.
-	var cfg *Config
+	var cfg *Config // stays nil for an empty document
 	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
 		return nil, yamlError(err)
 	}
 	if cfg == nil {
 		cfg = &Config{API: DefaultAPI, Sessions: DefaultSessions, Janitor: DefaultJanitor}
 	}
-	cfg.setDirectory(dir)
+	if dir != "" {
+		cfg.API.HTTPClientConfig.SetDirectory(dir)
+		for i := range cfg.Apps {
+			cfg.Apps[i].AppKeyFile = promconfig.JoinDir(dir, cfg.Apps[i].AppKeyFile)
+			cfg.Apps[i].TokenFile = promconfig.JoinDir(dir, cfg.Apps[i].TokenFile)
+		}
+	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	return cfg, nil
 }
 
-// String returns the configuration as YAML, with secrets replaced by
-// "<secret>".
+// String returns the configuration as YAML, secrets shown as "<secret>".
 func (c *Config) String() string {
 	b, err := yaml.Marshal(c)
 	if err != nil {
@@ -214,8 +197,9 @@ func (c *Config) String() string {
 	return string(b)
 }
 
-// UnmarshalYAML implements yaml.Unmarshaler. An absent or empty api section
-// gets DefaultAPI.
+// UnmarshalYAML implements yaml.Unmarshaler. The YAML decoder zeroes a
+// section left empty instead of decoding it: through pointers, such a
+// section gets its defaults.
 func (c *Config) UnmarshalYAML(unmarshal func(any) error) error {
 	type plainConfig struct {
 		API      *API      `yaml:"api"`
@@ -240,19 +224,14 @@ func (c *Config) UnmarshalYAML(unmarshal func(any) error) error {
 	return nil
 }
 
-// UnmarshalYAML implements yaml.Unmarshaler: fields that are absent keep
-// their value from DefaultSessions.
+// UnmarshalYAML implements yaml.Unmarshaler, starting from DefaultSessions.
 func (s *Sessions) UnmarshalYAML(unmarshal func(any) error) error {
 	*s = DefaultSessions
 	type plainSessions Sessions
-	if err := unmarshal((*plainSessions)(s)); err != nil {
-		return locateError("sessions", err)
-	}
-	return nil
+	return locateError("sessions", unmarshal((*plainSessions)(s)))
 }
 
-// UnmarshalYAML implements yaml.Unmarshaler: fields that are absent keep
-// their value from DefaultAPI.
+// UnmarshalYAML implements yaml.Unmarshaler, starting from DefaultAPI.
 func (a *API) UnmarshalYAML(unmarshal func(any) error) error {
 	*a = DefaultAPI
 	type plainAPI API
@@ -263,10 +242,8 @@ func (a *API) UnmarshalYAML(unmarshal func(any) error) error {
 		}
 		return locateError("api", err)
 	}
-	// The YAML decoder zeroes a section left empty ("http_client:" alone,
-	// or with every line commented out) instead of decoding it, which
-	// would turn off redirects and HTTP/2: give it the defaults, as when
-	// it is absent.
+	// An empty http_client section is zeroed (see Config.UnmarshalYAML),
+	// which would turn off redirects and HTTP/2.
 	var raw map[string]any
 	if err := unmarshal(&raw); err == nil {
 		if v, ok := raw["http_client"]; ok && v == nil {
@@ -279,7 +256,7 @@ func (a *API) UnmarshalYAML(unmarshal func(any) error) error {
 // UnmarshalYAML implements yaml.Unmarshaler. TokenTTL defaults to
 // DefaultTokenTTL for apps that use an app key.
 func (a *App) UnmarshalYAML(unmarshal func(any) error) error {
-	*a = DefaultApp
+	*a = App{}
 	type plainApp App
 	if err := unmarshal((*plainApp)(a)); err != nil {
 		where := "apps entry"
@@ -294,24 +271,76 @@ func (a *App) UnmarshalYAML(unmarshal func(any) error) error {
 	return nil
 }
 
-// setDirectory joins the relative file paths of the configuration with dir.
-func (c *Config) setDirectory(dir string) {
-	if dir == "" {
-		return
+// UnmarshalYAML implements yaml.Unmarshaler, starting from DefaultJanitor.
+func (j *Janitor) UnmarshalYAML(unmarshal func(any) error) error {
+	*j = DefaultJanitor
+	type janitorFields Janitor
+	return locateError("janitor", unmarshal((*janitorFields)(j)))
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler, so that an error names the
+// section.
+func (a *AppJanitor) UnmarshalYAML(unmarshal func(any) error) error {
+	type appJanitorFields AppJanitor
+	return locateError("janitor", unmarshal((*appJanitorFields)(a)))
+}
+
+// JanitorApps returns the maximum session age of every app that opted in
+// to the janitor, by app name.
+func (c *Config) JanitorApps() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, a := range c.Apps {
+		if a.Janitor != nil {
+			out[a.Name] = time.Duration(a.Janitor.MaxSessionAge)
+		}
 	}
-	c.API.HTTPClientConfig.SetDirectory(dir)
-	for i := range c.Apps {
-		c.Apps[i].AppKeyFile = promconfig.JoinDir(dir, c.Apps[i].AppKeyFile)
-		c.Apps[i].TokenFile = promconfig.JoinDir(dir, c.Apps[i].TokenFile)
+	return out
+}
+
+// rule is one check of a field: when bad, the error names the field, what
+// it must be and the value it has.
+type rule struct {
+	bad         bool
+	field, want string
+	got         any
+}
+
+func firstBroken(rules ...rule) error {
+	for _, r := range rules {
+		if r.bad {
+			return fmt.Errorf("%s: %s, got %v", r.field, r.want, r.got)
+		}
 	}
+	return nil
+}
+
+// field is a setting's name and whether it is set.
+type field struct {
+	name string
+	set  bool
+}
+
+func setNames(fields ...field) []string {
+	var names []string
+	for _, f := range fields {
+		if f.set {
+			names = append(names, f.name)
+		}
+	}
+	return names
 }
 
 func (c *Config) validate() error {
 	if err := c.API.validate(); err != nil {
 		return err
 	}
-	if m := c.Sessions.MaxTracked; m < 1 || m > MaxMaxTracked {
-		return fmt.Errorf("sessions.max_tracked: must be between 1 and %d", MaxMaxTracked)
+	tracked, j := c.Sessions.MaxTracked, c.Janitor
+	if err := firstBroken(
+		rule{tracked < 1 || tracked > 1000000, "sessions.max_tracked", "must be between 1 and 1000000", tracked},
+		rule{j.MaxStopsPerHour < 1 || j.MaxStopsPerHour > 10000, "janitor.max_stops_per_hour", "must be between 1 and 10000", j.MaxStopsPerHour},
+		rule{!alertNameRE.MatchString(j.AlertName), "janitor.alert_name", "must be an alert name matching " + alertNameRE.String(), strconv.Quote(j.AlertName)},
+	); err != nil {
+		return err
 	}
 	if len(c.Apps) == 0 {
 		return errors.New("at least one app is required")
@@ -324,7 +353,7 @@ func (c *Config) validate() error {
 			return fmt.Errorf("apps[%d]: name is required", i)
 		}
 		if !appNameRE.MatchString(a.Name) {
-			return fmt.Errorf("apps[%d]: name %q is not valid: it must match %s", i, a.Name, appNameRE.String())
+			return fmt.Errorf("apps[%d]: name %q is not valid: it must match %s", i, a.Name, appNameRE)
 		}
 		prefix := fmt.Sprintf("app %q (apps[%d])", a.Name, i)
 		if j, ok := names[a.Name]; ok {
@@ -339,70 +368,46 @@ func (c *Config) validate() error {
 		}
 		appIDs[a.AppID] = i
 	}
-	return c.validateJanitor()
+	return nil
 }
 
 func (a *API) validate() error {
-	// A URL is never echoed, nor the text of its parse error (which quotes
-	// it): it may hold a password or a token (docs/platform-api.md#redaction).
+	// Neither the URL nor its parse error (which quotes it) is echoed: it
+	// may hold a password or a token.
 	u, err := url.Parse(a.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		return errors.New("api.base_url: not a valid absolute URL (http or https)")
-	}
-	if u.User != nil {
+	case u.User != nil:
 		return errors.New("api.base_url: must not contain user info: credentials are per app")
-	}
-	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
 		return errors.New("api.base_url: must not have a query or a fragment")
 	}
 	a.BaseURL = strings.TrimRight(a.BaseURL, "/")
 
-	switch a.AuthHeader {
-	case AuthHeaderAuthorization, AuthHeaderToken:
-	default:
-		return fmt.Errorf("api.auth_header: must be %q or %q, got %q", AuthHeaderAuthorization, AuthHeaderToken, a.AuthHeader)
+	// Durations are never negative: model.Duration does not parse them.
+	if err := firstBroken(
+		rule{a.AuthHeader != AuthHeaderAuthorization && a.AuthHeader != AuthHeaderToken,
+			"api.auth_header", fmt.Sprintf("must be %q or %q", AuthHeaderAuthorization, AuthHeaderToken), strconv.Quote(a.AuthHeader)},
+		rule{a.Timeout == 0, "api.timeout", "must be greater than 0", a.Timeout},
+		rule{a.MaxConcurrency < 1 || a.MaxConcurrency > MaxMaxConcurrency,
+			"api.max_concurrency", fmt.Sprintf("must be between 1 and %d", MaxMaxConcurrency), a.MaxConcurrency},
+		rule{a.MaxResponseBytes < MinMaxResponseBytes,
+			"api.max_response_bytes", fmt.Sprintf("must be at least %d", MinMaxResponseBytes), a.MaxResponseBytes},
+		rule{a.ConversationRefresh == 0, "api.conversation_refresh", "must be greater than 0", a.ConversationRefresh},
+	); err != nil {
+		return err
 	}
-	if a.Timeout <= 0 {
-		return fmt.Errorf("api.timeout: must be greater than 0, got %s", a.Timeout)
-	}
-	if a.MaxConcurrency < 1 || a.MaxConcurrency > MaxMaxConcurrency {
-		return fmt.Errorf("api.max_concurrency: must be between 1 and %d, got %d", MaxMaxConcurrency, a.MaxConcurrency)
-	}
-	if a.MaxResponseBytes < MinMaxResponseBytes {
-		return fmt.Errorf("api.max_response_bytes: must be at least %d, got %d", MinMaxResponseBytes, a.MaxResponseBytes)
-	}
-	if a.MinInterval < 0 {
-		return fmt.Errorf("api.min_interval: must not be negative, got %s", a.MinInterval)
-	}
-	if a.ConversationRefresh <= 0 {
-		return fmt.Errorf("api.conversation_refresh: must be greater than 0, got %s", a.ConversationRefresh)
-	}
-	return a.validateHTTPClientConfig()
-}
 
-func (a *API) validateHTTPClientConfig() error {
-	hc := &a.HTTPClientConfig
+	hc := a.HTTPClientConfig
 	const perApp = "credentials are per app (app_key, app_key_file, token or token_file under apps)"
-	// Checked before Validate, which turns bearer_token(_file) into authorization.
-	var found []string
-	if hc.BasicAuth != nil {
-		found = append(found, "basic_auth")
-	}
-	if hc.Authorization != nil {
-		// The HTTP client config's own decoding already moved bearer_token
-		// and bearer_token_file here.
-		found = append(found, "authorization (or bearer_token, bearer_token_file)")
-	}
-	if hc.BearerToken != "" {
-		found = append(found, "bearer_token")
-	}
-	if hc.BearerTokenFile != "" {
-		found = append(found, "bearer_token_file")
-	}
-	if hc.OAuth2 != nil {
-		found = append(found, "oauth2")
-	}
-	if len(found) > 0 {
+	// Decoding the HTTP client configuration moved bearer_token and
+	// bearer_token_file to authorization.
+	if found := setNames(
+		field{"basic_auth", hc.BasicAuth != nil},
+		field{"authorization (or bearer_token, bearer_token_file)", hc.Authorization != nil},
+		field{"oauth2", hc.OAuth2 != nil},
+	); len(found) > 0 {
 		return fmt.Errorf("api.http_client: %s must not be set: %s", strings.Join(found, ", "), perApp)
 	}
 	if u := hc.ProxyURL.URL; u != nil && *u != (url.URL{}) {
@@ -413,13 +418,9 @@ func (a *API) validateHTTPClientConfig() error {
 			return errors.New("api.http_client.proxy_url: must be scheme://[user:password@]host[:port], without path, query or fragment")
 		}
 	}
-	if err := hc.Validate(); err != nil {
-		return fmt.Errorf("api.http_client: %w", err)
-	}
 	if hc.HTTPHeaders != nil {
 		for name := range hc.HTTPHeaders.Headers {
-			switch http.CanonicalHeaderKey(name) {
-			case "Authorization", "Token":
+			if h := http.CanonicalHeaderKey(name); h == "Authorization" || h == "Token" {
 				return fmt.Errorf("api.http_client.http_headers: header %q must not be set: %s", name, perApp)
 			}
 		}
@@ -431,23 +432,15 @@ func (a *App) validate() error {
 	if a.AppID == "" {
 		return errors.New("app_id is required")
 	}
-	if !utf8.ValidString(a.AppID) {
-		return errors.New("app_id is not valid UTF-8") // it labels series
+	if !utf8.ValidString(a.AppID) { // it labels series
+		return errors.New("app_id is not valid UTF-8")
 	}
-
-	var creds []string
-	if a.AppKey != "" {
-		creds = append(creds, "app_key")
-	}
-	if a.AppKeyFile != "" {
-		creds = append(creds, "app_key_file")
-	}
-	if a.Token != "" {
-		creds = append(creds, "token")
-	}
-	if a.TokenFile != "" {
-		creds = append(creds, "token_file")
-	}
+	creds := setNames(
+		field{"app_key", a.AppKey != ""},
+		field{"app_key_file", a.AppKeyFile != ""},
+		field{"token", a.Token != ""},
+		field{"token_file", a.TokenFile != ""},
+	)
 	if len(creds) != 1 {
 		found := "none"
 		if len(creds) > 1 {
@@ -455,33 +448,33 @@ func (a *App) validate() error {
 		}
 		return fmt.Errorf("exactly one of app_key, app_key_file, token, token_file must be set, found %s", found)
 	}
-	if err := checkFile("app_key_file", a.AppKeyFile); err != nil {
-		return err
-	}
-	if err := checkFile("token_file", a.TokenFile); err != nil {
-		return err
+	if path := a.AppKeyFile + a.TokenFile; path != "" { // at most one is set
+		f, _, err := OpenSecretFile(path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", creds[0], err)
+		}
+		_ = f.Close()
 	}
 
-	if a.UsesKey() {
-		if a.TokenTTL < MinTokenTTL || a.TokenTTL > MaxTokenTTL {
-			return fmt.Errorf("token_ttl: must be between 1m and 24h, got %s", a.TokenTTL)
-		}
-	} else if a.TokenTTL != 0 {
+	switch {
+	case a.UsesKey() && (a.TokenTTL < model.Duration(time.Minute) || a.TokenTTL > model.Duration(24*time.Hour)):
+		return fmt.Errorf("token_ttl: must be between 1m and 24h, got %s", a.TokenTTL)
+	case !a.UsesKey() && a.TokenTTL != 0:
 		return errors.New("token_ttl is only used with app_key or app_key_file")
+	case a.Janitor != nil && a.Janitor.MaxSessionAge < model.Duration(time.Minute):
+		return fmt.Errorf("janitor.max_session_age: must be at least 1m, got %s", a.Janitor.MaxSessionAge)
 	}
 
 	seen := make(map[string]int, len(a.Conversations))
 	for i, id := range a.Conversations {
-		if strings.TrimSpace(id) == "" {
+		switch j, dup := seen[id]; {
+		case strings.TrimSpace(id) == "":
 			return fmt.Errorf("conversations[%d]: must not be empty", i)
-		}
-		if !utf8.ValidString(id) {
-			return fmt.Errorf("conversations[%d]: not valid UTF-8", i) // it labels series
-		}
-		if id != strings.TrimSpace(id) {
+		case !utf8.ValidString(id): // it labels series
+			return fmt.Errorf("conversations[%d]: not valid UTF-8", i)
+		case id != strings.TrimSpace(id):
 			return fmt.Errorf("conversations[%d]: %q has leading or trailing white space", i, id)
-		}
-		if j, ok := seen[id]; ok {
+		case dup:
 			return fmt.Errorf("conversations[%d]: duplicate conversation ID %q (also conversations[%d])", i, id, j)
 		}
 		seen[id] = i
@@ -489,113 +482,71 @@ func (a *App) validate() error {
 	return nil
 }
 
-// checkFile makes sure path, when set, is a regular file that can be
-// opened. It never reads the content.
-func checkFile(field, path string) error {
-	if path == "" {
-		return nil
-	}
-	f, _, err := OpenSecretFile(path)
-	if err != nil {
-		return fmt.Errorf("%s: %w", field, err)
-	}
-	_ = f.Close()
-	return nil
-}
-
 // OpenSecretFile opens a key or token file for reading. It refuses what is
-// not a regular file once symbolic links are followed (a directory, a
-// FIFO, a device such as /dev/zero), and opens without blocking, so that a
-// FIFO swapped in after the check cannot hang the caller; the opened file
-// is checked again. It returns the file and its information.
+// not a regular file once symbolic links are followed (a directory, a FIFO,
+// /dev/zero), opens without blocking so that a FIFO swapped in after the
+// check cannot hang the caller, and checks the opened file again.
 func OpenSecretFile(path string) (*os.File, os.FileInfo, error) {
+	notRegular := fmt.Errorf("%q is not a regular file", path)
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("%q is not a regular file", path)
+		return nil, nil, notRegular
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // #nosec G304 -- a key or token file named by the configuration
 	if err != nil {
 		return nil, nil, err
 	}
-	if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() {
+	if st, err = f.Stat(); err == nil && !st.Mode().IsRegular() {
+		err = notRegular
+	}
+	if err != nil {
 		_ = f.Close()
-		if err == nil {
-			err = fmt.Errorf("%q is not a regular file", path)
-		}
 		return nil, nil, err
 	}
 	return f, st, nil
 }
 
-// MaxConfigFileBytes bounds the configuration file.
-const MaxConfigFileBytes = 16 << 20
-
-// readConfigFile reads the configuration file as carefully as a secret
-// file: a regular file only (a FIFO swapped in cannot block a reload, nor
-// /dev/zero fill the memory), opened without blocking, at most
-// MaxConfigFileBytes.
-func readConfigFile(path string) ([]byte, error) {
-	f, _, err := OpenSecretFile(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxConfigFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxConfigFileBytes {
-		return nil, fmt.Errorf("%q is larger than %d bytes", path, MaxConfigFileBytes)
-	}
-	return b, nil
-}
-
-// yamlTypeNames turns the names of the internal decoding types in YAML
-// errors into the names of the configuration sections.
+// yamlTypeNames turns the names of the decoding types in YAML errors into
+// the names of the configuration sections.
 var yamlTypeNames = strings.NewReplacer(
-	"type config.plainConfig", "the top level",
-	"type config.plainAPI", "section api",
-	"type config.plainApp", "an entry of apps",
+	"in type ", "in ", // field x not found in type T
 	"config.plainConfig", "the top level",
 	"config.plainAPI", "section api",
+	"config.plainSessions", "section sessions",
 	"config.plainApp", "an entry of apps",
 	"config.janitorFields", "section janitor",
 	"config.appJanitorFields", "an app's janitor section",
 	"config.plain", "a string", // a secret
 )
 
-// locateError prefixes the errors returned by the decoders of field values
-// (durations, the HTTP client configuration, ...) with where they happened.
-// The YAML type errors already carry a line number; they are passed on as they
-// are, so that the decoder can gather them.
+// Values quoted in decoding errors are removed: a secret pasted in the wrong
+// place would be printed. The line number of a YAML error locates it.
+var (
+	quotedValue = regexp.MustCompile(`:? ?"(?:[^"\\]|\\.)*"`)
+	yamlValue   = regexp.MustCompile(`(cannot unmarshal \S+) .* (into )`)
+)
+
+// locateError prefixes an error of a field's decoder (a duration, the HTTP
+// client configuration...) with where it happened. YAML type errors already
+// carry a line number and are passed on for the decoder to gather.
 func locateError(where string, err error) error {
-	if _, ok := err.(*yaml.TypeError); ok {
+	if _, ok := err.(*yaml.TypeError); ok || err == nil {
 		return err
 	}
-	// A value that failed to parse (a duration, say) is never echoed: a
-	// secret pasted in the wrong place would be printed.
 	return fmt.Errorf("%s: %s", where, quotedValue.ReplaceAllString(err.Error(), ""))
 }
 
-// quotedValue matches a value quoted in an error of a field's decoder.
-var quotedValue = regexp.MustCompile(`:? ?"(?:[^"\\]|\\.)*"`)
-
-// yamlValue matches the value a YAML type error quotes (its first
-// characters): what failed to parse is never echoed, the line number
-// locates it.
-var yamlValue = regexp.MustCompile(`(cannot unmarshal \S+) .* (into )`)
-
 func yamlError(err error) error {
 	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		msgs := make([]string, len(te.Errors))
-		for i, m := range te.Errors {
-			msgs[i] = yamlTypeNames.Replace(yamlValue.ReplaceAllString(m, "$1 $2"))
-		}
-		return fmt.Errorf("parsing YAML: %s", strings.Join(msgs, "; "))
+	if !errors.As(err, &te) {
+		return fmt.Errorf("parsing YAML: %w", err)
 	}
-	return fmt.Errorf("parsing YAML: %w", err)
+	msgs := make([]string, len(te.Errors))
+	for i, m := range te.Errors {
+		msgs[i] = yamlTypeNames.Replace(yamlValue.ReplaceAllString(m, "$1 $2"))
+	}
+	return fmt.Errorf("parsing YAML: %s", strings.Join(msgs, "; "))
 }

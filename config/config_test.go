@@ -313,7 +313,7 @@ func TestInvalidConfigs(t *testing.T) {
 		{"invalid-zero-conversation-refresh.yml", "api.conversation_refresh: must be greater than 0"},
 		{"invalid-max-concurrency-zero.yml", "api.max_concurrency: must be between 1 and 4096, got 0"},
 		{"invalid-sessions-max-tracked-zero.yml", "sessions.max_tracked: must be between 1 and 1000000"},
-		{"invalid-unknown-field-sessions.yml", "lifecyle"},
+		{"invalid-unknown-field-sessions.yml", "field lifecyle not found in section sessions"},
 		{"invalid-max-concurrency-too-large.yml", "api.max_concurrency: must be between 1 and 4096, got 4097"},
 		{"invalid-max-response-bytes-too-small.yml", "api.max_response_bytes: must be at least 1024, got 1023"},
 		{"invalid-missing-key-file.yml", `app "keyfile" (apps[0]): app_key_file: stat ` + filepath.Join(testdataDir(t), "secrets", "does-not-exist.key") + ": no such file or directory"},

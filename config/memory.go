@@ -9,10 +9,9 @@ import (
 	"strings"
 )
 
-// Memory sizing (docs/reliability.md#memory). A call to the platform holds
-// at most max_response_bytes of answer, and decoding it allocates at most
-// DecodeFactor times that (encoding/json buffers the value it decodes
-// whole; measured by package client's tests, garbage included); the
+// Memory sizing (docs/reliability.md#memory): a call holds at most
+// max_response_bytes of answer and decoding it allocates at most
+// DecodeFactor times that (measured by package client's tests); the
 // exporter's own state is BaselineMemory plus PerAppMemory per app (from
 // `make load`: 39 MiB at 1000 apps, 98 MiB at 5000).
 const (
@@ -21,15 +20,13 @@ const (
 	PerAppMemory   = int64(16 << 10)
 )
 
-// MemoryNeeded is the memory the exporter may need with c at worst:
-// BaselineMemory + apps × PerAppMemory + max_concurrency ×
-// max_response_bytes × DecodeFactor.
+// MemoryNeeded is the memory the exporter may need with c at worst.
 func (c *Config) MemoryNeeded() int64 {
 	return BaselineMemory + int64(len(c.Apps))*PerAppMemory + int64(c.API.MaxConcurrency)*c.API.MaxResponseBytes*DecodeFactor
 }
 
 // CheckMemory returns an error when c may need more than limit bytes
-// (limit <= 0: no limit, no error).
+// (limit <= 0: no limit).
 func (c *Config) CheckMemory(limit int64) error {
 	if need := c.MemoryNeeded(); limit > 0 && need > limit {
 		return fmt.Errorf("api.max_concurrency (%d) × api.max_response_bytes (%d) × %d, with %d app(s), may need %d MiB, over the memory limit of %d MiB: lower one of them or raise the limit",
@@ -38,9 +35,9 @@ func (c *Config) CheckMemory(limit int64) error {
 	return nil
 }
 
-// MemoryLimit is the memory limit the process runs under: GOMEMLIMIT when
-// set, else the cgroup v2 limit when it is a number, else 0 (none). source
-// names where it came from.
+// MemoryLimit is the memory limit the process runs under and where it
+// comes from: GOMEMLIMIT when set, else a numeric cgroup v2 memory.max,
+// else 0 (none).
 func MemoryLimit() (limit int64, source string) {
 	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
 		return l, "GOMEMLIMIT"

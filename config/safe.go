@@ -2,8 +2,8 @@ package config
 
 import (
 	"fmt"
-	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/log"
@@ -15,13 +15,9 @@ import (
 // SafeConfig holds the current configuration and replaces it on reload only
 // when the new file is valid.
 type SafeConfig struct {
-	mu sync.RWMutex
-	c  *Config
+	c atomic.Pointer[Config]
 
-	// reloadMu serialises reloads, so that swaps and subscriber calls happen
-	// in the same order.
-	reloadMu    sync.Mutex
-	subMu       sync.Mutex
+	mu          sync.Mutex // serialises reloads and guards subscribers
 	subscribers []func(*Config) error
 
 	reloadSuccess   prometheus.Gauge
@@ -47,39 +43,32 @@ func NewSafeConfig(reg prometheus.Registerer) *SafeConfig {
 }
 
 // ReloadConfig loads the file at path. When it is valid and every
-// subscriber accepts it, it replaces the current configuration and sets the
-// success gauge to 1 and the timestamp gauge to now. Otherwise the current
-// configuration is kept, the success gauge is set to 0, the error is logged
-// and returned.
+// subscriber accepts it, it replaces the current configuration and the
+// reload gauges record the success. Otherwise the current configuration is
+// kept, the success gauge is set to 0 and the error is logged and returned.
 func (sc *SafeConfig) ReloadConfig(path string, logger log.Logger) error {
 	if logger == nil {
 		logger = log.NewNopLogger()
 	}
-	sc.reloadMu.Lock()
-	defer sc.reloadMu.Unlock()
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
 
+	fail := func(what string, err error) error {
+		sc.reloadSuccess.Set(0)
+		level.Error(logger).Log("msg", "Error "+what+" config, keeping the previous one", "err", err)
+		return fmt.Errorf("error %s config: %w", what, err)
+	}
 	cfg, err := Load(path)
 	if err != nil {
-		sc.reloadSuccess.Set(0)
-		level.Error(logger).Log("msg", "Error loading config, keeping the previous one", "err", err)
-		return fmt.Errorf("error loading config: %w", err)
+		return fail("loading", err)
 	}
-
-	sc.subMu.Lock()
-	subs := slices.Clone(sc.subscribers)
-	sc.subMu.Unlock()
-	for _, fn := range subs {
+	for _, fn := range sc.subscribers {
 		if err := fn(cfg); err != nil {
-			sc.reloadSuccess.Set(0)
-			level.Error(logger).Log("msg", "Error applying config, keeping the previous one", "err", err)
-			return fmt.Errorf("error applying config: %w", err)
+			return fail("applying", err)
 		}
 	}
 
-	sc.mu.Lock()
-	sc.c = cfg
-	sc.mu.Unlock()
-
+	sc.c.Store(cfg)
 	sc.reloadSuccess.Set(1)
 	sc.reloadTimestamp.Set(float64(sc.now().UnixNano()) / 1e9)
 	level.Info(logger).Log("msg", "Loaded config file", "file", path, "apps", len(cfg.Apps))
@@ -89,23 +78,20 @@ func (sc *SafeConfig) ReloadConfig(path string, logger log.Logger) error {
 // Get returns the current configuration, nil before the first successful
 // load. The result is shared and must not be modified.
 func (sc *SafeConfig) Get() *Config {
-	sc.mu.RLock()
-	defer sc.mu.RUnlock()
-	return sc.c
+	return sc.c.Load()
 }
 
 // Subscribe registers fn to be called with each new, valid configuration
 // before it replaces the current one, synchronously, in the order of
-// registration. When fn returns an error the reload fails: the current
+// registration. When fn returns an error the reload fails and the current
 // configuration is kept (subscribers called before it have seen the new
-// one and must tolerate being called again with a later one). It is not
-// called for the configuration already loaded; use Get for that. fn must
-// not call ReloadConfig.
+// one). It is not called for the configuration already loaded. fn must not
+// call ReloadConfig or Subscribe.
 func (sc *SafeConfig) Subscribe(fn func(*Config) error) {
 	if fn == nil {
 		return
 	}
-	sc.subMu.Lock()
-	defer sc.subMu.Unlock()
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
 	sc.subscribers = append(sc.subscribers, fn)
 }
