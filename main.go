@@ -66,15 +66,7 @@ func run(args []string) int {
 		Envar("GOMAXPROCS").Default("1").IntVar(&o.maxProcs)
 	app.Flag("demo", "Run against a built-in simulator of the platform with three demo apps; no configuration file or credentials needed.").BoolVar(&o.demo)
 
-	sim := app.Command("simulator", "Serve a simulator of the platform with demo apps, for trying tools against it.")
-	var so simulator.ServeOptions
-	sim.Flag("simulator.listen-address", "Address the simulator listens on.").Default("127.0.0.1:9867").StringVar(&so.Listen)
-	sim.Flag("simulator.churn", "How often demo sessions start and end (0 disables).").Default("3s").DurationVar(&so.Churn)
-	sim.Flag("simulator.latency", "Latency added to every answer.").Default("0s").DurationVar(&so.Latency)
-	sim.Flag("simulator.write-config", "Write an exporter configuration for the demo apps to this file.").StringVar(&so.WriteConfig)
-	sim.Flag("simulator.apps", "Serve this many generated apps (app-00000, app-00001, ...) instead of the demo apps, for load tests (0: the demo apps).").Default("0").IntVar(&so.Fleet.Apps)
-	sim.Flag("simulator.sessions", "Active sessions per generated app.").Default("2").IntVar(&so.Fleet.Sessions)
-	sim.Flag("simulator.conversations", "Conversations per generated app.").Default("1").IntVar(&so.Fleet.Conversations)
+	sim, so := simulator.Command(app)
 
 	ops := operator.Register(app)
 
@@ -93,8 +85,8 @@ func run(args []string) int {
 	switch cmd {
 	case serve.FullCommand():
 		return runServe(ctx, o, logger, slogger)
-	case sim.FullCommand():
-		if err := simulator.Serve(ctx, so, logger); err != nil {
+	case sim:
+		if err := simulator.Serve(ctx, *so, logger); err != nil {
 			level.Error(logger).Log("msg", "Simulator failed", "err", err)
 			return 1
 		}

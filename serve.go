@@ -42,9 +42,7 @@ func runServe(ctx context.Context, o serveOptions, logger log.Logger, slogger *s
 	if o.checkOnly {
 		return checkConfig(o.configFile)
 	}
-	// One CPU by default, as node_exporter does: a scrape mostly waits on
-	// the platform. The garbage collector runs at Go's defaults, with
-	// GOMEMLIMIT where the deployment sets a memory limit.
+	// One CPU by default, as node_exporter; the GC at Go's defaults (and GOMEMLIMIT).
 	if o.maxProcs > 0 {
 		runtime.GOMAXPROCS(o.maxProcs)
 	}
@@ -106,9 +104,7 @@ func runServe(ctx context.Context, o serveOptions, logger log.Logger, slogger *s
 		level.Error(logger).Log("msg", "Cannot build the HTTP handlers", "err", err)
 		return 1
 	}
-	// Every listener runs until the process is told to stop or one of
-	// them fails, which stops the others. A listener of its own (the
-	// janitor's --janitor.listen-address) is started here the same way.
+	// The listeners run until the process stops or one fails, which stops the others.
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return web.Serve(gctx, web.NewServer(h, slogger), o.web, logger, slogger) })
 	if jan != nil { // the janitor's webhook, on a listener of its own with the same web configuration

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 )
@@ -72,6 +73,21 @@ type ServeOptions struct {
 	Latency     time.Duration // added to every answer
 	WriteConfig string        // where to write an exporter configuration for the apps ("": nowhere)
 	Fleet       Fleet         // generated apps, unless Fleet.Apps is 0: the demo apps
+}
+
+// Command adds the simulator command to app: it returns the command's full
+// name and the options its flags fill.
+func Command(app *kingpin.Application) (string, *ServeOptions) {
+	var so ServeOptions
+	sim := app.Command("simulator", "Serve a simulator of the platform with demo apps, for trying tools against it.")
+	sim.Flag("simulator.listen-address", "Address the simulator listens on.").Default("127.0.0.1:9867").StringVar(&so.Listen)
+	sim.Flag("simulator.churn", "How often demo sessions start and end (0 disables).").Default("3s").DurationVar(&so.Churn)
+	sim.Flag("simulator.latency", "Latency added to every answer.").Default("0s").DurationVar(&so.Latency)
+	sim.Flag("simulator.write-config", "Write an exporter configuration for the demo apps to this file.").StringVar(&so.WriteConfig)
+	sim.Flag("simulator.apps", "Serve this many generated apps (app-00000, app-00001, ...) instead of the demo apps, for load tests (0: the demo apps).").Default("0").IntVar(&so.Fleet.Apps)
+	sim.Flag("simulator.sessions", "Active sessions per generated app.").Default("2").IntVar(&so.Fleet.Sessions)
+	sim.Flag("simulator.conversations", "Conversations per generated app.").Default("1").IntVar(&so.Fleet.Conversations)
+	return sim.FullCommand(), &so
 }
 
 // Serve serves the simulator on o.Listen until ctx ends.
