@@ -341,7 +341,7 @@ STATICCHECK_VERSION := v0.8.2
 GOSEC_VERSION       := v2.29.0
 STATICCHECK := .tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 GOSEC       := .tools/gosec-$(GOSEC_VERSION)/gosec
-LINT_TAGS   := e2e
+LINT_TAGS   := e2e,browser,promtool,image
 
 $(STATICCHECK):
 	GOBIN=$(CURDIR)/$(@D) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
