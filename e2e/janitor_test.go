@@ -85,34 +85,26 @@ apps:
 
 	bin := buildExporter(t, dir)
 	exporterAddr, janitorAddr := platformtest.FreeAddr(t), platformtest.FreeAddr(t)
-	exporter := start(t, "exporter", bin, "--config.file="+configFile, "--web.listen-address="+exporterAddr,
-		"--janitor.listen-address="+janitorAddr)
-	exporter.waitReady(t, "http://"+exporterAddr+"/-/ready")
+	exporter := platformtest.StartTestProcess(t, "exporter", "http://"+exporterAddr+"/-/ready", bin,
+		"--config.file="+configFile, "--web.listen-address="+exporterAddr, "--janitor.listen-address="+janitorAddr)
 
 	// The janitor's metrics, and how to reload its configuration.
 	janitorMetrics := "http://" + exporterAddr + "/metrics"
-	reload := func() { require.NoError(t, exporter.cmd.Process.Signal(syscall.SIGHUP)) }
+	reload := func() { require.NoError(t, exporter.Cmd.Process.Signal(syscall.SIGHUP)) }
 
 	// Alertmanager with the shipped routing, the janitor's receiver
 	// pointed at it, and short intervals.
 	amAddr := platformtest.FreeAddr(t)
-	am := start(t, "alertmanager", amBin,
+	am := platformtest.StartTestProcess(t, "alertmanager", "http://"+amAddr+"/-/ready", amBin,
 		"--config.file="+writeAlertmanagerConfig(t, dir, janitorAddr),
 		"--storage.path="+filepath.Join(dir, "am"),
 		"--web.listen-address="+amAddr,
 		"--cluster.listen-address=",
 		"--log.level=warn")
-	am.waitReady(t, "http://"+amAddr+"/-/ready")
 
 	// Prometheus with a test copy of DuixSessionStuck: 10 minutes, for 1s.
-	promAddr := platformtest.FreeAddr(t)
-	prom := start(t, "prometheus", promBin,
-		"--config.file="+writeJanitorPrometheusConfig(t, dir, exporterAddr, amAddr),
-		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
-		"--web.listen-address="+promAddr,
-		"--log.level=warn")
-	prom.waitReady(t, "http://"+promAddr+"/-/ready")
-	p := &promAPI{t: t, ctx: deadline, base: "http://" + promAddr, logs: []*process{exporter, am, prom}}
+	prom, promURL := platformtest.StartPrometheus(t, promBin, writeJanitorPrometheusConfig(t, dir, exporterAddr, amAddr))
+	p := &promAPI{t: t, ctx: deadline, base: promURL, logs: []*platformtest.Process{exporter, am, prom}}
 
 	sessions := func(appID string) []string {
 		var ids []string

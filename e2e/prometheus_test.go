@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -16,7 +15,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -74,22 +72,14 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	// The exporter binary, pointed at the simulator.
 	bin := buildExporter(t, dir)
 	exporterAddr := platformtest.FreeAddr(t)
-	exporter := start(t, "exporter", bin,
+	exporter := platformtest.StartTestProcess(t, "exporter", "http://"+exporterAddr+"/-/ready", bin,
 		"--config.file="+writeExporterConfig(t, dir, baseURL, apps),
 		"--web.listen-address="+exporterAddr)
-	exporter.waitReady(t, "http://"+exporterAddr+"/-/ready")
 
 	// Prometheus with the shipped configuration and rules.
-	promAddr := platformtest.FreeAddr(t)
-	promConfig := writePrometheusConfig(t, dir, exporterAddr, apps)
-	prom := start(t, "prometheus", promBin,
-		"--config.file="+promConfig,
-		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
-		"--web.listen-address="+promAddr,
-		"--log.level=warn")
-	prom.waitReady(t, "http://"+promAddr+"/-/ready")
+	prom, promURL := platformtest.StartPrometheus(t, promBin, writePrometheusConfig(t, dir, exporterAddr, apps))
 
-	p := &promAPI{t: t, ctx: deadline, base: "http://" + promAddr, logs: []*process{exporter, prom}}
+	p := &promAPI{t: t, ctx: deadline, base: promURL, logs: []*platformtest.Process{exporter, prom}}
 	var build struct {
 		Version string `json:"version"`
 	}
@@ -333,7 +323,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	// have all they need.
 	t.Run("pint finds nothing against this Prometheus", func(t *testing.T) {
 		p.t = t
-		runPint(t, "http://"+promAddr)
+		runPint(t, promURL)
 	})
 
 	t.Run("exporter-down alert fires when the exporter stops", func(t *testing.T) {
@@ -341,7 +331,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 		for _, a := range p.alerts() {
 			assert.NotEqual(t, "DuixExporterDown", a.Labels["alertname"], "while the exporter runs")
 		}
-		exporter.stop(t)
+		require.NoError(t, exporter.Stop(15*time.Second), "the exporter's exit status")
 		a := p.waitForAlert("DuixExporterDown", "", "firing")
 		assert.Equal(t, "critical", a.Labels["severity"])
 		assert.Equal(t, exporterAddr, a.Labels["instance"])
@@ -737,38 +727,12 @@ type promAPI struct {
 	t    *testing.T
 	ctx  context.Context
 	base string
-	logs []*process
+	logs []*platformtest.Process
 }
 
 // get calls an API path and decodes the data of a successful answer.
 func (p *promAPI) get(path string, params url.Values, data any) error {
-	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
-	defer cancel()
-	u := p.base + path
-	if len(params) > 0 {
-		u += "?" + params.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	var env struct {
-		Status string          `json:"status"`
-		Error  string          `json:"error"`
-		Data   json.RawMessage `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
-		return fmt.Errorf("%s: %s: %w", path, resp.Status, err)
-	}
-	if env.Status != "success" {
-		return fmt.Errorf("%s: %s: %s", path, resp.Status, env.Error)
-	}
-	return json.Unmarshal(env.Data, data)
+	return platformtest.PrometheusGet(p.ctx, p.base, path, params, data)
 }
 
 // sample is one element of an instant vector.
@@ -958,78 +922,7 @@ func (p *promAPI) waitFor(what string, check func() (bool, string)) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	for _, l := range p.logs {
-		p.t.Logf("%s output:\n%s", l.name, l.out.String())
+		p.t.Logf("%s output:\n%s", l.Name, l.Out.String())
 	}
 	p.t.Fatalf("waited %s for %s: %s", waitLong, what, detail)
-}
-
-// process is a child process, killed when the test ends.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	out  *platformtest.Buffer
-	done chan struct{}
-	err  error
-}
-
-func start(t *testing.T, name, bin string, args ...string) *process {
-	t.Helper()
-	p := &process{name: name, cmd: exec.Command(bin, args...), out: &platformtest.Buffer{}, done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	require.NoError(t, p.cmd.Start(), "starting %s", name)
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() { p.kill() })
-	return p
-}
-
-// waitReady waits until url answers 200.
-func (p *process) waitReady(t *testing.T, url string) {
-	t.Helper()
-	limit := time.Now().Add(waitLong)
-	for time.Now().Before(limit) {
-		select {
-		case <-p.done:
-			t.Fatalf("%s exited: %v\n%s", p.name, p.err, p.out)
-		default:
-		}
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s not ready after %s:\n%s", p.name, waitLong, p.out)
-}
-
-// stop ends the process with SIGTERM and requires a clean exit.
-func (p *process) stop(t *testing.T) {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case <-p.done:
-		require.NoError(t, p.err, "%s exit status", p.name)
-	case <-time.After(15 * time.Second):
-		t.Fatalf("%s did not stop on SIGTERM", p.name)
-	}
-}
-
-// kill ends the process: SIGTERM, then SIGKILL after 10s.
-func (p *process) kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
 }
