@@ -13,7 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -127,7 +127,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 		for i, a := range apps {
 			want[i] = a.Name
 		}
-		sort.Strings(want)
+		slices.Sort(want)
 		for _, file := range dashboardFiles {
 			d := loadDashboard(t, file)
 			// The variables in order, each query with the ones before it
@@ -824,7 +824,7 @@ func (p *promAPI) tryLabelValues(label, match string) ([]string, error) {
 	if err := p.get("/api/v1/label/"+label+"/values", url.Values{"match[]": {match}}, &out); err != nil {
 		return nil, err
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out, nil
 }
 

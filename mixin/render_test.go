@@ -219,15 +219,7 @@ type grafanaDashboard struct {
 	UID        string `json:"uid"`
 	Title      string `json:"title"`
 	Templating struct {
-		List []struct {
-			Name       string `json:"name"`
-			Type       string `json:"type"`
-			Definition string `json:"definition"`
-			Multi      bool   `json:"multi"`
-			IncludeAll bool   `json:"includeAll"`
-			AllValue   string `json:"allValue"`
-			Hide       int    `json:"hide"`
-		} `json:"list"`
+		List []grafanaVariable `json:"list"`
 	} `json:"templating"`
 	Annotations struct {
 		List []struct {
@@ -236,6 +228,16 @@ type grafanaDashboard struct {
 		} `json:"list"`
 	} `json:"annotations"`
 	Panels []grafanaPanel `json:"panels"`
+}
+
+type grafanaVariable struct {
+	Name       string `json:"name"`
+	Type       string `json:"type"`
+	Definition string `json:"definition"`
+	Multi      bool   `json:"multi"`
+	IncludeAll bool   `json:"includeAll"`
+	AllValue   string `json:"allValue"`
+	Hide       int    `json:"hide"`
 }
 
 type grafanaPanel struct {
@@ -272,15 +274,7 @@ func (d *grafanaDashboard) allPanels() []grafanaPanel {
 	return out
 }
 
-func (d *grafanaDashboard) variable(t *testing.T, name string) struct {
-	Name       string `json:"name"`
-	Type       string `json:"type"`
-	Definition string `json:"definition"`
-	Multi      bool   `json:"multi"`
-	IncludeAll bool   `json:"includeAll"`
-	AllValue   string `json:"allValue"`
-	Hide       int    `json:"hide"`
-} {
+func (d *grafanaDashboard) variable(t *testing.T, name string) grafanaVariable {
 	t.Helper()
 	for _, v := range d.Templating.List {
 		if v.Name == name {
