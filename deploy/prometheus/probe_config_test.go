@@ -175,10 +175,9 @@ func shortIntervals(t *testing.T, cfg string) string {
 func startExporter(t *testing.T, names []string) string {
 	t.Helper()
 	sim := simulator.New()
-	platform := httptest.NewServer(sim)
-	t.Cleanup(platform.Close)
+	base, _ := platformtest.Start(t, sim)
 	cfg := &config.Config{API: config.DefaultAPI}
-	cfg.API.BaseURL = platform.URL + simulator.BasePath
+	cfg.API.BaseURL = base
 	cfg.API.Timeout = model.Duration(5 * time.Second)
 	for i, name := range names {
 		id, key := fmt.Sprintf("17900000000000%05d", i), fmt.Sprintf("probe-key-%d", i)

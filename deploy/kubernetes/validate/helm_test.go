@@ -277,7 +277,7 @@ func TestHelmOptionalMonitoring(t *testing.T) {
 	for _, c := range []struct {
 		sm, pr bool
 	}{{false, false}, {true, false}, {false, true}, {true, true}} {
-		o := render(t, append(slices.Clone(twoApps),
+		o := render(t, args(
 			"--set", "serviceMonitor.enabled="+boolString(c.sm),
 			"--set", "prometheusRule.enabled="+boolString(c.pr))...)
 		assert.Equal(t, c.sm, o.serviceMonitor != nil, "ServiceMonitor when serviceMonitor.enabled=%v", c.sm)
@@ -328,7 +328,7 @@ func boolString(b bool) string {
 // namespace, as job duix-exporter (the rules' job), and the rules are
 // those of deploy/prometheus/rules.yml.
 func TestHelmScrapeWiringAndRules(t *testing.T) {
-	o := render(t, append(slices.Clone(twoApps), "--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true")...)
+	o := render(t, args("--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true")...)
 	assertScrapeWiring(t, o)
 	assert.Equal(t, []string{"monitoring"}, o.serviceMonitor.Spec.NamespaceSelector.MatchNames)
 
