@@ -283,10 +283,8 @@ const atRest = 30 * time.Second
 
 // sleepUntil waits until t, or until ctx ends; it reports whether t came.
 func sleepUntil(ctx context.Context, t time.Time) bool {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
 	select {
-	case <-timer.C:
+	case <-time.After(time.Until(t)):
 		return true
 	case <-ctx.Done():
 		return false
