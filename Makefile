@@ -269,7 +269,7 @@ e2e-test: test-deps ## Exporter, simulator, dashboards, rules and pint's online 
 	$(PROM_PATH) PINT="$(CURDIR)/$(PINT)" $(GO) test -tags e2e -count=1 -timeout 5m ./e2e/
 
 # The shipped Alertmanager routing: amtool checks it and resolves where the
-# key alerts go; the janitor's e2e (e2e/janitor_test.go, in e2e-test) loads
+# key alerts go; the janitor's e2e (TestJanitorClosedLoop in e2e/, in e2e-test) loads
 # it into a real Alertmanager (Debian's prometheus-alertmanager).
 AM_CONFIG := deploy/alertmanager/alertmanager.yml
 AM_ROUTE  := amtool config routes test --config.file=$(AM_CONFIG) --verify.receivers

@@ -13,7 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,6 +36,7 @@ const (
 	promFile   = "../deploy/prometheus/prometheus.yml"
 	probeFile  = "../deploy/prometheus/probe-targets.yml"
 	pintConfig = "../.pint.hcl"
+	amFile     = "../deploy/alertmanager/alertmanager.yml"
 )
 
 // dashboardFiles are the dashboards the mixin renders.
@@ -74,22 +75,14 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	// The exporter binary, pointed at the simulator.
 	bin := buildExporter(t, dir)
 	exporterAddr := platformtest.FreeAddr(t)
-	exporter := start(t, "exporter", bin,
+	exporter := platformtest.StartTestProcess(t, "exporter", "http://"+exporterAddr+"/-/ready", bin,
 		"--config.file="+writeExporterConfig(t, dir, baseURL, apps),
 		"--web.listen-address="+exporterAddr)
-	exporter.waitReady(t, "http://"+exporterAddr+"/-/ready")
 
 	// Prometheus with the shipped configuration and rules.
-	promAddr := platformtest.FreeAddr(t)
-	promConfig := writePrometheusConfig(t, dir, exporterAddr, apps)
-	prom := start(t, "prometheus", promBin,
-		"--config.file="+promConfig,
-		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
-		"--web.listen-address="+promAddr,
-		"--log.level=warn")
-	prom.waitReady(t, "http://"+promAddr+"/-/ready")
+	prom, promURL := platformtest.StartPrometheus(t, promBin, writePrometheusConfig(t, dir, exporterAddr, apps))
 
-	p := &promAPI{t: t, ctx: deadline, base: "http://" + promAddr, logs: []*process{exporter, prom}}
+	p := &promAPI{t: t, ctx: deadline, base: promURL, logs: []*platformtest.Process{exporter, prom}}
 	var build struct {
 		Version string `json:"version"`
 	}
@@ -134,7 +127,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 		for i, a := range apps {
 			want[i] = a.Name
 		}
-		sort.Strings(want)
+		slices.Sort(want)
 		for _, file := range dashboardFiles {
 			d := loadDashboard(t, file)
 			// The variables in order, each query with the ones before it
@@ -333,7 +326,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	// have all they need.
 	t.Run("pint finds nothing against this Prometheus", func(t *testing.T) {
 		p.t = t
-		runPint(t, "http://"+promAddr)
+		runPint(t, promURL)
 	})
 
 	t.Run("exporter-down alert fires when the exporter stops", func(t *testing.T) {
@@ -341,7 +334,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 		for _, a := range p.alerts() {
 			assert.NotEqual(t, "DuixExporterDown", a.Labels["alertname"], "while the exporter runs")
 		}
-		exporter.stop(t)
+		require.NoError(t, exporter.Stop(15*time.Second), "the exporter's exit status")
 		a := p.waitForAlert("DuixExporterDown", "", "firing")
 		assert.Equal(t, "critical", a.Labels["severity"])
 		assert.Equal(t, exporterAddr, a.Labels["instance"])
@@ -407,6 +400,25 @@ check "promql/series" {
 	require.Contains(t, string(out), "online=true", "pint ran its online checks")
 }
 
+// readYAML decodes the YAML file into v.
+func readYAML(t *testing.T, file string, v any) {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(raw, v), file)
+}
+
+// writeYAML writes v as YAML to the file name in dir, and returns its
+// path.
+func writeYAML(t *testing.T, dir, name string, v any) string {
+	t.Helper()
+	out, err := yaml.Marshal(v)
+	require.NoError(t, err)
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(path, out, 0o600))
+	return path
+}
+
 // buildExporter builds the exporter's binary into dir.
 func buildExporter(t *testing.T, dir string) string {
 	t.Helper()
@@ -449,13 +461,10 @@ func writeExporterConfig(t *testing.T, dir, baseURL string, apps []simulator.Dem
 // exists (DuixProbeFailed reads its `up`), as pint's online checks ask.
 func writePrometheusConfig(t *testing.T, dir, exporterAddr string, apps []simulator.DemoApp) string {
 	t.Helper()
-	rules := filepath.Join(dir, "rules.yml")
-	require.NoError(t, os.WriteFile(rules, shortenFor(t), 0o600))
+	rules := writeYAML(t, dir, "rules.yml", shortenFor(t))
 
 	var cfg map[string]any
-	raw, err := os.ReadFile(promFile)
-	require.NoError(t, err)
-	require.NoError(t, yaml.Unmarshal(raw, &cfg))
+	readYAML(t, promFile, &cfg)
 	cfg["global"] = map[string]any{
 		"scrape_interval":     scrapeInterval,
 		"scrape_timeout":      scrapeInterval,
@@ -475,12 +484,7 @@ func writePrometheusConfig(t *testing.T, dir, exporterAddr string, apps []simula
 	job["scrape_timeout"] = scrapeInterval
 	job["static_configs"] = []any{map[string]any{"targets": []string{exporterAddr}}}
 	cfg["scrape_configs"] = []any{job, probeJob(t, exporterAddr, apps)}
-
-	out, err := yaml.Marshal(cfg)
-	require.NoError(t, err)
-	path := filepath.Join(dir, "prometheus.yml")
-	require.NoError(t, os.WriteFile(path, out, 0o600))
-	return path
+	return writeYAML(t, dir, "prometheus.yml", cfg)
 }
 
 // probeJob returns the duix-apps job of probe-targets.yml for the apps,
@@ -490,9 +494,7 @@ func probeJob(t *testing.T, exporterAddr string, apps []simulator.DemoApp) map[a
 	var cfg struct {
 		ScrapeConfigs []map[any]any `yaml:"scrape_configs"`
 	}
-	raw, err := os.ReadFile(probeFile)
-	require.NoError(t, err)
-	require.NoError(t, yaml.Unmarshal(raw, &cfg))
+	readYAML(t, probeFile, &cfg)
 	for _, job := range cfg.ScrapeConfigs {
 		if job["job_name"] != "duix-apps" {
 			continue
@@ -522,7 +524,7 @@ func probeJob(t *testing.T, exporterAddr string, apps []simulator.DemoApp) map[a
 // shortenFor returns the shipped rules with every `for:` set to shortFor,
 // DuixAPIErrorsHigh's window set to errorsWindow, and every group
 // evaluated at evalInterval.
-func shortenFor(t *testing.T) []byte {
+func shortenFor(t *testing.T) any {
 	t.Helper()
 	raw, err := os.ReadFile(rulesFile)
 	require.NoError(t, err)
@@ -552,16 +554,12 @@ func shortenFor(t *testing.T) []byte {
 	}
 	require.NotZero(t, changed, "the shipped alerts have for: durations")
 	require.True(t, windowed, "the shipped rules have DuixAPIErrorsHigh")
-	out, err := yaml.Marshal(rf)
-	require.NoError(t, err)
-	return out
+	return rf
 }
 
 // shippedRuleNames returns the alert and record names of the shipped rules.
 func shippedRuleNames(t *testing.T) []string {
 	t.Helper()
-	raw, err := os.ReadFile(rulesFile)
-	require.NoError(t, err)
 	var rf struct {
 		Groups []struct {
 			Rules []struct {
@@ -570,7 +568,7 @@ func shippedRuleNames(t *testing.T) []string {
 			} `yaml:"rules"`
 		} `yaml:"groups"`
 	}
-	require.NoError(t, yaml.Unmarshal(raw, &rf))
+	readYAML(t, rulesFile, &rf)
 	var names []string
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
@@ -737,38 +735,12 @@ type promAPI struct {
 	t    *testing.T
 	ctx  context.Context
 	base string
-	logs []*process
+	logs []*platformtest.Process
 }
 
 // get calls an API path and decodes the data of a successful answer.
 func (p *promAPI) get(path string, params url.Values, data any) error {
-	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
-	defer cancel()
-	u := p.base + path
-	if len(params) > 0 {
-		u += "?" + params.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	var env struct {
-		Status string          `json:"status"`
-		Error  string          `json:"error"`
-		Data   json.RawMessage `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
-		return fmt.Errorf("%s: %s: %w", path, resp.Status, err)
-	}
-	if env.Status != "success" {
-		return fmt.Errorf("%s: %s: %s", path, resp.Status, env.Error)
-	}
-	return json.Unmarshal(env.Data, data)
+	return platformtest.PrometheusGet(p.ctx, p.base, path, params, data)
 }
 
 // sample is one element of an instant vector.
@@ -852,7 +824,7 @@ func (p *promAPI) tryLabelValues(label, match string) ([]string, error) {
 	if err := p.get("/api/v1/label/"+label+"/values", url.Values{"match[]": {match}}, &out); err != nil {
 		return nil, err
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out, nil
 }
 
@@ -958,78 +930,276 @@ func (p *promAPI) waitFor(what string, check func() (bool, string)) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	for _, l := range p.logs {
-		p.t.Logf("%s output:\n%s", l.name, l.out.String())
+		p.t.Logf("%s output:\n%s", l.Name, l.Out.String())
 	}
 	p.t.Fatalf("waited %s for %s: %s", waitLong, what, detail)
 }
 
-// process is a child process, killed when the test ends.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	out  *platformtest.Buffer
-	done chan struct{}
-	err  error
-}
-
-func start(t *testing.T, name, bin string, args ...string) *process {
+// lookTool finds a binary the test drives: the file named by the
+// environment variable env, else the first of names on PATH.
+func lookTool(t *testing.T, env string, names ...string) string {
 	t.Helper()
-	p := &process{name: name, cmd: exec.Command(bin, args...), out: &platformtest.Buffer{}, done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	require.NoError(t, p.cmd.Start(), "starting %s", name)
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() { p.kill() })
-	return p
-}
-
-// waitReady waits until url answers 200.
-func (p *process) waitReady(t *testing.T, url string) {
-	t.Helper()
-	limit := time.Now().Add(waitLong)
-	for time.Now().Before(limit) {
-		select {
-		case <-p.done:
-			t.Fatalf("%s exited: %v\n%s", p.name, p.err, p.out)
-		default:
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
 		}
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
+	}
+	t.Fatalf("none of %v on PATH and %s not set: run `make test-deps`", names, env)
+	return ""
+}
+
+// The closed loop: the simulator holds a session that never ends on kiosk
+// (opted in to the janitor) and one on lobby (not opted in); Prometheus
+// fires DuixSessionStuck for both; the shipped Alertmanager routing posts
+// to the janitor, which stops kiosk's session (after a dry run that stops
+// nothing), and kiosk's alert resolves while lobby's goes on.
+func TestJanitorClosedLoop(t *testing.T) {
+	promBin := lookTool(t, "PROMETHEUS", "prometheus")
+	amBin := lookTool(t, "ALERTMANAGER", "alertmanager", "prometheus-alertmanager")
+	deadline, cancel := context.WithTimeout(context.Background(), 240*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+
+	// The platform: a stuck session on each app, and a young one on kiosk.
+	sim := simulator.New()
+	for _, id := range []string{"2001", "2002"} {
+		sim.AddApp(simulator.App{ID: id, Key: "key-" + id, Allowance: 5})
+	}
+	baseURL, closeSim, err := sim.Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(closeSim)
+	kioskStuck, err := sim.StartSessionAt("2001", "conv-1", time.Now().Add(-3*time.Hour))
+	require.NoError(t, err)
+	kioskYoung, err := sim.StartSession("2001", "conv-1")
+	require.NoError(t, err)
+	lobbyStuck, err := sim.StartSessionAt("2002", "conv-1", time.Now().Add(-3*time.Hour))
+	require.NoError(t, err)
+
+	configFile := filepath.Join(dir, "duix.yml")
+	writeConfig := func(dryRun bool) {
+		doc := fmt.Sprintf(`api: {base_url: %q, timeout: 5s}
+janitor: {dry_run: %t, max_stops_per_hour: 5}
+apps:
+  - {name: kiosk, app_id: "2001", app_key: key-2001, janitor: {max_session_age: 1h}}
+  - {name: lobby, app_id: "2002", app_key: key-2002}
+`, baseURL, dryRun)
+		require.NoError(t, os.WriteFile(configFile, []byte(doc), 0o600))
+	}
+	writeConfig(true)
+
+	bin := buildExporter(t, dir)
+	exporterAddr, janitorAddr := platformtest.FreeAddr(t), platformtest.FreeAddr(t)
+	exporter := platformtest.StartTestProcess(t, "exporter", "http://"+exporterAddr+"/-/ready", bin,
+		"--config.file="+configFile, "--web.listen-address="+exporterAddr, "--janitor.listen-address="+janitorAddr)
+
+	// The janitor's metrics, and how to reload its configuration.
+	janitorMetrics := "http://" + exporterAddr + "/metrics"
+	reload := func() { require.NoError(t, exporter.Cmd.Process.Signal(syscall.SIGHUP)) }
+
+	// Alertmanager with the shipped routing, the janitor's receiver
+	// pointed at it, and short intervals.
+	amAddr := platformtest.FreeAddr(t)
+	am := platformtest.StartTestProcess(t, "alertmanager", "http://"+amAddr+"/-/ready", amBin,
+		"--config.file="+writeAlertmanagerConfig(t, dir, janitorAddr),
+		"--storage.path="+filepath.Join(dir, "am"),
+		"--web.listen-address="+amAddr,
+		"--cluster.listen-address=",
+		"--log.level=warn")
+
+	// Prometheus with a test copy of DuixSessionStuck: 10 minutes, for 1s.
+	prom, promURL := platformtest.StartPrometheus(t, promBin, writeJanitorPrometheusConfig(t, dir, exporterAddr, amAddr))
+	p := &promAPI{t: t, ctx: deadline, base: promURL, logs: []*platformtest.Process{exporter, am, prom}}
+
+	sessions := func(appID string) []string {
+		var ids []string
+		for _, s := range sim.Sessions(appID) {
+			ids = append(ids, s.ID)
+		}
+		return ids
+	}
+
+	t.Run("dry run stops nothing and counts what it would stop", func(t *testing.T) {
+		p.t = t
+		p.waitForAlert("DuixSessionStuck", "kiosk", "firing")
+		p.waitForAlert("DuixSessionStuck", "lobby", "firing")
+		p.waitFor("the janitor to count the session it would stop", func() (bool, string) {
+			v := scrapeValue(t, janitorMetrics, `duix_janitor_sessions_would_stop_total{app="kiosk"}`)
+			return v == 1, fmt.Sprint(v)
+		})
+		// Alertmanager repeats (repeat_interval 2s in the test copy): the
+		// session is counted once and nothing is stopped.
+		p.waitFor("Alertmanager to repeat the notification", func() (bool, string) {
+			v := scrapeValue(t, janitorMetrics, `duix_janitor_refusals_total{reason="not_opted_in"}`)
+			return v >= 2, fmt.Sprint(v, " refusals of lobby")
+		})
+		assert.Equal(t, 1.0, scrapeValue(t, janitorMetrics, `duix_janitor_sessions_would_stop_total{app="kiosk"}`))
+		assert.Equal(t, 0.0, scrapeValue(t, janitorMetrics, `duix_janitor_sessions_stopped_total{app="kiosk"}`))
+		assert.Equal(t, int64(0), sim.Requests(simulator.EndpointStop), "no stop reached the platform")
+		assert.ElementsMatch(t, []string{kioskStuck, kioskYoung}, sessions("2001"))
+	})
+
+	t.Run("the janitor stops the stuck session and the alert resolves", func(t *testing.T) {
+		p.t = t
+		writeConfig(false)
+		reload()
+		p.waitFor("the janitor to stop kiosk's stuck session", func() (bool, string) {
+			ids := sessions("2001")
+			return len(ids) == 1 && ids[0] == kioskYoung, fmt.Sprint(ids)
+		})
+		p.waitForNoAlert("DuixSessionStuck", "kiosk")
+		p.waitFor("Alertmanager to tell the janitor that kiosk's alert resolved", func() (bool, string) {
+			v := scrapeValue(t, janitorMetrics, `duix_janitor_refusals_total{reason="resolved"}`)
+			return v >= 1, fmt.Sprint(v)
+		})
+		assert.Equal(t, 1.0, scrapeValue(t, janitorMetrics, `duix_janitor_sessions_stopped_total{app="kiosk"}`))
+		assert.Equal(t, int64(1), sim.Requests(simulator.EndpointStop), "stopped once, whatever Alertmanager repeated")
+
+		// lobby has not opted in: its session and its alert go on.
+		assert.Equal(t, []string{lobbyStuck}, sessions("2002"))
+		assert.Equal(t, "firing", p.waitForAlert("DuixSessionStuck", "lobby", "firing").State)
+		assert.Positive(t, scrapeValue(t, janitorMetrics, `duix_janitor_webhook_requests_total{outcome="handled"}`))
+		assert.Equal(t, 0.0, scrapeValue(t, janitorMetrics, `duix_janitor_webhook_requests_total{outcome="invalid"}`))
+	})
+
+	t.Run("the shipped inhibition pages once for an exhausted allowance", func(t *testing.T) {
+		p.t = t
+		postAlerts(t, "http://"+amAddr,
+			map[string]string{"alertname": "DuixConcurrencyExhausted", "severity": "critical", "app": "kiosk"},
+			map[string]string{"alertname": "DuixConcurrencyNearLimit", "severity": "warning", "app": "kiosk"},
+			map[string]string{"alertname": "DuixConcurrencyNearLimit", "severity": "warning", "app": "lobby"})
+		p.waitFor("kiosk's NearLimit to be inhibited, lobby's not", func() (bool, string) {
+			states := amAlertStates(t, "http://"+amAddr, "DuixConcurrencyNearLimit")
+			return states["kiosk"] == "suppressed" && states["lobby"] == "active", fmt.Sprint(states)
+		})
+	})
+}
+
+// writeJanitorPrometheusConfig writes a Prometheus configuration that
+// scrapes the exporter, evaluates a copy of the shipped DuixSessionStuck
+// with a 10-minute threshold and `for: 1s`, and sends to Alertmanager.
+func writeJanitorPrometheusConfig(t *testing.T, dir, exporterAddr, amAddr string) string {
+	t.Helper()
+	var rf struct {
+		Groups []struct {
+			Rules []map[string]any `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	readYAML(t, rulesFile, &rf)
+	var rule map[string]any
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if r["alert"] == "DuixSessionStuck" {
+				rule = r
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("%s not ready after %s:\n%s", p.name, waitLong, p.out)
+	require.NotNil(t, rule, "%s has DuixSessionStuck", rulesFile)
+	expr := fmt.Sprint(rule["expr"])
+	require.Contains(t, expr, "> 7200", "the shipped threshold")
+	rule["expr"] = strings.Replace(expr, "> 7200", "> 600", 1)
+	rule["for"] = shortFor
+	rulesPath := writeYAML(t, dir, "janitor-rules.yml", map[string]any{"groups": []any{map[string]any{"name": "janitor", "rules": []any{rule}}}})
+
+	cfg := map[string]any{
+		"global":     map[string]any{"scrape_interval": scrapeInterval, "scrape_timeout": scrapeInterval, "evaluation_interval": evalInterval},
+		"rule_files": []string{rulesPath},
+		"alerting": map[string]any{"alertmanagers": []any{
+			map[string]any{"static_configs": []any{map[string]any{"targets": []string{amAddr}}}},
+		}},
+		"scrape_configs": []any{map[string]any{
+			"job_name":       jobName,
+			"static_configs": []any{map[string]any{"targets": []string{exporterAddr}}},
+		}},
+	}
+	return writeYAML(t, dir, "prometheus-janitor.yml", cfg)
 }
 
-// stop ends the process with SIGTERM and requires a clean exit.
-func (p *process) stop(t *testing.T) {
+// writeAlertmanagerConfig writes the shipped Alertmanager configuration
+// with the janitor's receiver pointed at addr and the intervals of every
+// route shortened: it is the shipped routing and inhibition that run.
+func writeAlertmanagerConfig(t *testing.T, dir, janitorAddr string) string {
 	t.Helper()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case <-p.done:
-		require.NoError(t, p.err, "%s exit status", p.name)
-	case <-time.After(15 * time.Second):
-		t.Fatalf("%s did not stop on SIGTERM", p.name)
+	var cfg map[string]any
+	readYAML(t, amFile, &cfg)
+	shorten := func(r map[any]any) {
+		r["group_wait"], r["group_interval"], r["repeat_interval"] = "0s", "1s", "2s"
 	}
+	root := cfg["route"].(map[any]any)
+	shorten(root)
+	for _, r := range root["routes"].([]any) {
+		shorten(r.(map[any]any))
+	}
+	found := false
+	for _, r := range cfg["receivers"].([]any) {
+		rcv := r.(map[any]any)
+		if rcv["name"] != "duix-janitor" {
+			continue
+		}
+		hooks := rcv["webhook_configs"].([]any)
+		require.Len(t, hooks, 1)
+		hook := hooks[0].(map[any]any)
+		assert.Equal(t, true, hook["send_resolved"], "the janitor hears of resolved alerts")
+		hook["url"] = "http://" + janitorAddr + "/webhook"
+		found = true
+	}
+	require.True(t, found, "%s has the duix-janitor receiver", amFile)
+	return writeYAML(t, dir, "alertmanager.yml", cfg)
 }
 
-// kill ends the process: SIGTERM, then SIGKILL after 10s.
-func (p *process) kill() {
-	select {
-	case <-p.done:
-		return
-	default:
+// scrapeValue returns the value of one series of the text exposition at
+// url (-1 when absent).
+func scrapeValue(t *testing.T, url, series string) float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, err = b.ReadFrom(resp.Body)
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindSubmatch(b.Bytes())
+	if m == nil {
+		return -1
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
+	v, err := strconv.ParseFloat(string(m[1]), 64)
+	require.NoError(t, err)
+	return v
+}
+
+// postAlerts sends firing alerts to Alertmanager's API.
+func postAlerts(t *testing.T, amURL string, labels ...map[string]string) {
+	t.Helper()
+	var alerts []any
+	for _, l := range labels {
+		alerts = append(alerts, map[string]any{"labels": l, "startsAt": time.Now().Format(time.RFC3339)})
 	}
+	body, err := json.Marshal(alerts)
+	require.NoError(t, err)
+	resp, err := http.Post(amURL+"/api/v2/alerts", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// amAlertStates returns the state (active, suppressed) of Alertmanager's
+// alerts of that name, by app.
+func amAlertStates(t *testing.T, amURL, name string) map[string]string {
+	t.Helper()
+	resp, err := http.Get(amURL + "/api/v2/alerts?filter=" + `alertname="` + name + `"`)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var alerts []struct {
+		Labels map[string]string `json:"labels"`
+		Status struct {
+			State string `json:"state"`
+		} `json:"status"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&alerts))
+	out := map[string]string{}
+	for _, a := range alerts {
+		out[a.Labels["app"]] = a.Status.State
+	}
+	return out
 }

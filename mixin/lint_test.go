@@ -72,82 +72,6 @@ func TestLintAlertsAsMixtool(t *testing.T) {
 	}
 }
 
-// lintDashboard is what dashboard-linter reads of a dashboard.
-type lintDashboard struct {
-	UID        string   `json:"uid"`
-	Title      string   `json:"title"`
-	Tags       []string `json:"tags"`
-	Editable   bool     `json:"editable"`
-	Templating struct {
-		List []lintTemplate `json:"list"`
-	} `json:"templating"`
-	Panels []lintPanel `json:"panels"`
-}
-
-type lintTemplate struct {
-	Name       string          `json:"name"`
-	Label      string          `json:"label"`
-	Type       string          `json:"type"`
-	Query      json.RawMessage `json:"query"`
-	Datasource *struct {
-		UID string `json:"uid"`
-	} `json:"datasource"`
-	Multi    bool   `json:"multi"`
-	AllValue string `json:"allValue"`
-	Refresh  int    `json:"refresh"`
-}
-
-type lintPanel struct {
-	Type        string `json:"type"`
-	Title       string `json:"title"`
-	Description string `json:"description"`
-	Datasource  *struct {
-		Type string `json:"type"`
-		UID  string `json:"uid"`
-	} `json:"datasource"`
-	Targets []struct {
-		RefID string `json:"refId"`
-		Expr  string `json:"expr"`
-	} `json:"targets"`
-	FieldConfig struct {
-		Defaults struct {
-			Unit     string          `json:"unit"`
-			Mappings json.RawMessage `json:"mappings"`
-		} `json:"defaults"`
-		Overrides []struct {
-			Properties []struct {
-				ID    string `json:"id"`
-				Value any    `json:"value"`
-			} `json:"properties"`
-		} `json:"overrides"`
-	} `json:"fieldConfig"`
-	Panels []lintPanel `json:"panels"`
-}
-
-func (d *lintDashboard) panels() []lintPanel {
-	var out []lintPanel
-	var walk func([]lintPanel)
-	walk = func(ps []lintPanel) {
-		for _, p := range ps {
-			if p.Type != "row" {
-				out = append(out, p)
-			}
-			walk(p.Panels)
-		}
-	}
-	walk(d.Panels)
-	return out
-}
-
-func (d *lintDashboard) template(name string) *lintTemplate {
-	for i := range d.Templating.List {
-		if d.Templating.List[i].Name == name {
-			return &d.Templating.List[i]
-		}
-	}
-	return nil
-}
-
 // Grafana's global variables as dashboard-linter expands them: sample
 // durations no query would write, so that a fixed window is told apart
 // from $__rate_interval.
@@ -195,15 +119,13 @@ var validUnits = map[string]bool{
 	"bytes": true, "decbytes": true, "bool": true, "bool_yes_no": true,
 }
 
-func renderedDashboards(t *testing.T) map[string]*lintDashboard {
+func renderedDashboards(t *testing.T) map[string]*dashboard {
 	t.Helper()
 	r, err := Render("")
 	require.NoError(t, err)
-	out := map[string]*lintDashboard{}
+	out := map[string]*dashboard{}
 	for name, raw := range r.Dashboards {
-		var d lintDashboard
-		require.NoError(t, json.Unmarshal(raw, &d), name)
-		out[name] = &d
+		out[name] = loadDashboard(t, raw)
 	}
 	require.Len(t, out, len(Dashboards))
 	return out
@@ -228,7 +150,7 @@ func TestLintDashboardTemplates(t *testing.T) {
 	p := parser.NewParser(parser.Options{})
 	labelValuesRE := regexp.MustCompile(`^(label_names|label_values|metrics|query_result)\((.+?)(, *[a-zA-Z_][a-zA-Z0-9_]*)?\)$`)
 	for name, d := range renderedDashboards(t) {
-		var datasources []lintTemplate
+		var datasources []variable
 		for _, v := range d.Templating.List {
 			if v.Type == "datasource" {
 				datasources = append(datasources, v)
@@ -279,10 +201,13 @@ func TestLintDashboardTemplates(t *testing.T) {
 // panel-no-targets-rule.
 func TestLintDashboardPanels(t *testing.T) {
 	for name, d := range renderedDashboards(t) {
-		for _, pn := range d.panels() {
+		for _, pn := range d.panels(false) {
 			where := fmt.Sprintf("%s: panel %q", name, pn.Title)
-			if assert.NotNil(t, pn.Datasource, "[panel-datasource-rule] %s", where) {
-				assert.Contains(t, []string{"$datasource", "${datasource}"}, pn.Datasource.UID, "[panel-datasource-rule] %s", where)
+			var ds struct {
+				UID string `json:"uid"`
+			}
+			if assert.NoError(t, json.Unmarshal(pn.Datasource, &ds), "[panel-datasource-rule] %s", where) {
+				assert.Contains(t, []string{"$datasource", "${datasource}"}, ds.UID, "[panel-datasource-rule] %s", where)
 			}
 			assert.NotEmpty(t, pn.Title, "[panel-title-description-rule] %s", where)
 			assert.NotEmpty(t, pn.Description, "[panel-title-description-rule] %s", where)
@@ -307,7 +232,7 @@ func TestLintDashboardPanels(t *testing.T) {
 func TestLintDashboardTargets(t *testing.T) {
 	p := parser.NewParser(parser.Options{})
 	for name, d := range renderedDashboards(t) {
-		for _, pn := range d.panels() {
+		for _, pn := range d.panels(false) {
 			for _, tg := range pn.Targets {
 				where := fmt.Sprintf("%s: panel %q query %s", name, pn.Title, tg.RefID)
 				expr, err := p.ParseExpr(expandVariables(tg.Expr))

@@ -176,7 +176,7 @@ func TestSelectorsComeFromConfig(t *testing.T) {
 				}
 			}
 		}
-		for _, p := range d.allPanels() {
+		for _, p := range d.panels(true) {
 			for _, tg := range p.Targets {
 				for _, sel := range allowed {
 					assert.NotContains(t, tg.Expr, sel, "%s: panel %q: a configured selector beside the variables", name, p.Title)
@@ -218,20 +218,14 @@ func TestDefaultSelectorsMatchTheScrapeConfigs(t *testing.T) {
 	assert.Regexp(t, `source_labels: \[__param_app\]\s+target_label: instance`, probe, "the app name becomes the instance label")
 }
 
-// grafanaDashboard is what the tests read of a dashboard.
-type grafanaDashboard struct {
-	UID        string `json:"uid"`
-	Title      string `json:"title"`
+// dashboard is what the tests, and dashboard-linter, read of a dashboard.
+type dashboard struct {
+	UID        string   `json:"uid"`
+	Title      string   `json:"title"`
+	Tags       []string `json:"tags"`
+	Editable   bool     `json:"editable"`
 	Templating struct {
-		List []struct {
-			Name       string `json:"name"`
-			Type       string `json:"type"`
-			Definition string `json:"definition"`
-			Multi      bool   `json:"multi"`
-			IncludeAll bool   `json:"includeAll"`
-			AllValue   string `json:"allValue"`
-			Hide       int    `json:"hide"`
-		} `json:"list"`
+		List []variable `json:"list"`
 	} `json:"templating"`
 	Annotations struct {
 		List []struct {
@@ -239,36 +233,68 @@ type grafanaDashboard struct {
 			Expr string `json:"expr"`
 		} `json:"list"`
 	} `json:"annotations"`
-	Panels []grafanaPanel `json:"panels"`
+	Panels []panel `json:"panels"`
 }
 
-type grafanaPanel struct {
-	ID         int             `json:"id"`
+type variable struct {
+	Name       string          `json:"name"`
+	Label      string          `json:"label"`
 	Type       string          `json:"type"`
-	Title      string          `json:"title"`
-	Datasource json.RawMessage `json:"datasource"`
-	GridPos    struct{ X, Y, W, H int }
-	Targets    []struct {
+	Definition string          `json:"definition"`
+	Query      json.RawMessage `json:"query"`
+	Datasource *struct {
+		UID string `json:"uid"`
+	} `json:"datasource"`
+	Multi      bool   `json:"multi"`
+	IncludeAll bool   `json:"includeAll"`
+	AllValue   string `json:"allValue"`
+	Hide       int    `json:"hide"`
+	Refresh    int    `json:"refresh"`
+}
+
+type panel struct {
+	ID          int             `json:"id"`
+	Type        string          `json:"type"`
+	Title       string          `json:"title"`
+	Description string          `json:"description"`
+	Datasource  json.RawMessage `json:"datasource"`
+	GridPos     struct{ X, Y, W, H int }
+	Targets     []struct {
 		RefID string `json:"refId"`
 		Expr  string `json:"expr"`
 	} `json:"targets"`
-	FieldConfig json.RawMessage `json:"fieldConfig"`
-	Panels      []grafanaPanel  `json:"panels"`
+	FieldConfig struct {
+		Defaults struct {
+			Unit     string          `json:"unit"`
+			Mappings json.RawMessage `json:"mappings"`
+		} `json:"defaults"`
+		Overrides []struct {
+			Properties []struct {
+				ID    string `json:"id"`
+				Value any    `json:"value"`
+			} `json:"properties"`
+		} `json:"overrides"`
+	} `json:"fieldConfig"`
+	Panels []panel `json:"panels"`
 }
 
-func loadDashboard(t *testing.T, raw []byte) *grafanaDashboard {
+func loadDashboard(t *testing.T, raw []byte) *dashboard {
 	t.Helper()
-	var d grafanaDashboard
+	var d dashboard
 	require.NoError(t, json.Unmarshal(raw, &d))
 	return &d
 }
 
-func (d *grafanaDashboard) allPanels() []grafanaPanel {
-	var out []grafanaPanel
-	var walk func([]grafanaPanel)
-	walk = func(ps []grafanaPanel) {
+// panels returns every panel, those nested in rows too, and the rows
+// themselves if rows.
+func (d *dashboard) panels(rows bool) []panel {
+	var out []panel
+	var walk func([]panel)
+	walk = func(ps []panel) {
 		for _, p := range ps {
-			out = append(out, p)
+			if rows || p.Type != "row" {
+				out = append(out, p)
+			}
 			walk(p.Panels)
 		}
 	}
@@ -276,23 +302,22 @@ func (d *grafanaDashboard) allPanels() []grafanaPanel {
 	return out
 }
 
-func (d *grafanaDashboard) variable(t *testing.T, name string) struct {
-	Name       string `json:"name"`
-	Type       string `json:"type"`
-	Definition string `json:"definition"`
-	Multi      bool   `json:"multi"`
-	IncludeAll bool   `json:"includeAll"`
-	AllValue   string `json:"allValue"`
-	Hide       int    `json:"hide"`
-} {
-	t.Helper()
-	for _, v := range d.Templating.List {
-		if v.Name == name {
-			return v
+// template returns the variable named name, nil if there is none.
+func (d *dashboard) template(name string) *variable {
+	for i := range d.Templating.List {
+		if d.Templating.List[i].Name == name {
+			return &d.Templating.List[i]
 		}
 	}
-	t.Fatalf("%s: no variable %s", d.UID, name)
-	panic("unreachable")
+	return nil
+}
+
+// variable returns the variable named name, which must exist.
+func (d *dashboard) variable(t *testing.T, name string) variable {
+	t.Helper()
+	v := d.template(name)
+	require.NotNil(t, v, "%s: no variable %s", d.UID, name)
+	return *v
 }
 
 // The dashboards are well formed: stable uids, the variables the fleet
@@ -336,7 +361,7 @@ func TestDashboardsAreWellFormed(t *testing.T) {
 		assert.True(t, alerts, "%s: Duix alerts as annotations", name)
 
 		ids := map[int]bool{}
-		for _, p := range d.allPanels() {
+		for _, p := range d.panels(true) {
 			assert.False(t, ids[p.ID], "%s: panel id %d twice", name, p.ID)
 			ids[p.ID] = true
 			assert.True(t, p.GridPos.W > 0 && p.GridPos.H > 0 && p.GridPos.X+p.GridPos.W <= 24, "%s: panel %q on the grid: %+v", name, p.Title, p.GridPos)
@@ -362,7 +387,7 @@ func TestFleetDashboardScales(t *testing.T) {
 	r, err := Render("")
 	require.NoError(t, err)
 	d := loadDashboard(t, r.Dashboards["duix-fleet.json"])
-	for _, p := range d.allPanels() {
+	for _, p := range d.panels(true) {
 		for _, tg := range p.Targets {
 			expr := strings.TrimSpace(tg.Expr)
 			if strings.Contains(expr, "topk(10,") {

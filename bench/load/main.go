@@ -175,7 +175,7 @@ func measure(ctx context.Context, o options) (r result, err error) {
 	// K rounds of the direct calls, each followed by a scrape. The
 	// exporter is idle between scrapes, so its CPU time over the loop is
 	// that of the K scrapes (read once: /proc counts in 10 ms ticks).
-	pid := p.exp.cmd.Process.Pid
+	pid := p.exp.Cmd.Process.Pid
 	cpu0, err := cpuSeconds(pid)
 	if err != nil {
 		return r, err
@@ -194,7 +194,7 @@ func measure(ctx context.Context, o options) (r result, err error) {
 		r.walls = append(r.walls, time.Since(start).Seconds())
 		// Checked after the clock stops: the harness's own work.
 		if err := checkUp(last, o.apps); err != nil {
-			return r, fmt.Errorf("%w\n%s", err, p.exp.logs.String())
+			return r, fmt.Errorf("%w\n%s", err, p.exp.Out.String())
 		}
 	}
 	cpu1, err := cpuSeconds(pid)

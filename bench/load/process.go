@@ -26,36 +26,32 @@ import (
 	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 )
 
-// child is a process of the binary, logging JSON lines to stderr.
-type child struct {
-	cmd  *exec.Cmd
-	logs platformtest.Buffer
-	done chan struct{} // closed once it has exited and been waited for
-}
-
-// startChild starts bin with args and waits (at most a minute) for a log
-// line with the message msg; it returns the string value of key in it.
-func startChild(ctx context.Context, bin string, args []string, msg, key string) (*child, string, error) {
-	c := &child{cmd: exec.Command(bin, args...), done: make(chan struct{})} // #nosec G204 -- the binary under test is the harness's own input
-	c.cmd.Stdout = &c.logs
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // it dies with the harness
+// startChild starts bin with args, logging JSON lines to stderr, and
+// waits (at most a minute) for a log line with the message msg; it returns
+// the string value of key in it.
+func startChild(ctx context.Context, bin string, args []string, msg, key string) (*platformtest.Process, string, error) {
+	cmd := exec.Command(bin, args...)                                  // #nosec G204 -- the binary under test is the harness's own input
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // it dies with the harness
 	// As shipped: the garbage collector at Go's defaults, whatever the
 	// harness's own environment says.
-	c.cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMEMLIMIT=")
 	})
-	stderr, err := c.cmd.StderrPipe()
+	stderr, w := io.Pipe()
+	cmd.Stderr = w
+	c, err := platformtest.StartProcess(filepath.Base(bin)+" "+args[0], cmd)
 	if err != nil {
 		return nil, "", err
 	}
-	if err := c.cmd.Start(); err != nil {
-		return nil, "", err
-	}
+	go func() {
+		<-c.Done()
+		_ = w.Close()
+	}()
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			_, _ = fmt.Fprintf(&c.logs, "%s\n", sc.Bytes())
+			_, _ = fmt.Fprintf(&c.Out, "%s\n", sc.Bytes())
 			if v, ok := logValue(sc.Bytes(), msg, key); ok {
 				select {
 				case found <- v:
@@ -63,24 +59,22 @@ func startChild(ctx context.Context, bin string, args []string, msg, key string)
 				}
 			}
 		}
-		_, _ = io.Copy(&c.logs, stderr) // after a line too long for the scanner
-		_ = c.cmd.Wait()
-		close(c.done)
+		_, _ = io.Copy(&c.Out, stderr) // after a line too long for the scanner
 	}()
 	timer := time.NewTimer(time.Minute)
 	defer timer.Stop()
 	select {
 	case v := <-found:
 		return c, v, nil
-	case <-c.done:
+	case <-c.Done():
 		err = errors.New("exited")
 	case <-timer.C:
 		err = fmt.Errorf("no %q logged within a minute", msg)
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	c.stop()
-	return nil, "", fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), args[0], err, c.logs.String())
+	_ = c.Stop(10 * time.Second)
+	return nil, "", fmt.Errorf("%s: %w\n%s", c.Name, err, c.Out.String())
 }
 
 // logValue returns the string value of key in a JSON log line whose msg
@@ -92,18 +86,6 @@ func logValue(line []byte, msg, key string) (string, bool) {
 	}
 	v, ok := m[key].(string)
 	return v, ok
-}
-
-// stop ends the process (SIGTERM, then SIGKILL after 10 s) and waits for
-// it. It may be called more than once.
-func (c *child) stop() {
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(10 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.done
-	}
 }
 
 func buildBinary(ctx context.Context, dir string) (string, error) {
@@ -126,7 +108,7 @@ func buildBinary(ctx context.Context, dir string) (string, error) {
 // platform is a simulator process serving generated apps and an exporter
 // process configured for them.
 type platform struct {
-	sim, exp *child
+	sim, exp *platformtest.Process
 	base     string // the simulator's API
 	metrics  string // the simulator's own metrics
 	exporter string // the exporter's address
@@ -192,13 +174,13 @@ func startPlatform(ctx context.Context, bin, dir string, o options, apps, conver
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return nil, fmt.Errorf("the exporter did not become ready\n%s", p.exp.logs.String())
+	return nil, fmt.Errorf("the exporter did not become ready\n%s", p.exp.Out.String())
 }
 
 func (p *platform) stop() {
-	for _, c := range []*child{p.exp, p.sim} {
+	for _, c := range []*platformtest.Process{p.exp, p.sim} {
 		if c != nil {
-			c.stop()
+			_ = c.Stop(10 * time.Second)
 		}
 	}
 }
@@ -247,7 +229,7 @@ func (p *platform) scrapeUp(ctx context.Context, apps int) ([]byte, error) {
 		return nil, err
 	}
 	if err := checkUp(body, apps); err != nil {
-		return nil, fmt.Errorf("%w\n%s", err, p.exp.logs.String())
+		return nil, fmt.Errorf("%w\n%s", err, p.exp.Out.String())
 	}
 	return body, nil
 }
@@ -262,7 +244,7 @@ func (p *platform) scrape(ctx context.Context) ([]byte, error) {
 		"X-Prometheus-Scrape-Timeout-Seconds": {strconv.Itoa(int(scrapeTimeout.Seconds()))},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("scrape: %w\n%s", err, p.exp.logs.String())
+		return nil, fmt.Errorf("scrape: %w\n%s", err, p.exp.Out.String())
 	}
 	return body, nil
 }

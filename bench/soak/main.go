@@ -179,7 +179,7 @@ func run(ctx context.Context, o options) (bool, error) {
 	// connections to the platform (up to api.max_concurrency, kept for
 	// 90 s; resets and oversized bodies close some).
 	if r := s.scrape(ctx, "/metrics", nil); r.err != nil {
-		return false, fmt.Errorf("warm-up scrape: %w (exporter log:\n%s)", r.err, exp.logs.String())
+		return false, fmt.Errorf("warm-up scrape: %w (exporter log:\n%s)", r.err, exp.Out.String())
 	}
 	warmCtx, stopWarm := context.WithTimeout(ctx, min(2*time.Second, o.duration/5))
 	var warm sync.WaitGroup
@@ -283,10 +283,8 @@ const atRest = 30 * time.Second
 
 // sleepUntil waits until t, or until ctx ends; it reports whether t came.
 func sleepUntil(ctx context.Context, t time.Time) bool {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
 	select {
-	case <-timer.C:
+	case <-time.After(time.Until(t)):
 		return true
 	case <-ctx.Done():
 		return false
@@ -311,11 +309,10 @@ func writeConfig(path, base string, apps []app) error {
 	return os.WriteFile(path, []byte(b.String()), 0o600)
 }
 
+// exporter is the exporter's process and its URL.
 type exporter struct {
-	cmd  *exec.Cmd
-	url  string
-	logs *platformtest.Buffer
-	done chan error
+	*platformtest.Process
+	url string
 }
 
 func startExporter(ctx context.Context, binary, cfgPath string, o options) (*exporter, error) {
@@ -325,56 +322,31 @@ func startExporter(ctx context.Context, binary, cfgPath string, o options) (*exp
 	}
 	addr := l.Addr().String()
 	_ = l.Close()
-	e := &exporter{url: "http://" + addr, logs: &platformtest.Buffer{}, done: make(chan error, 1)}
 	// Every scraper must be served at once: the default limit (40) would
 	// answer 503 to the others, as it should.
-	e.cmd = exec.Command(binary, "--config.file="+cfgPath, "--web.listen-address="+addr, // #nosec G204 -- the binary under test, named on our command line
+	cmd := exec.Command(binary, "--config.file="+cfgPath, "--web.listen-address="+addr, // #nosec G204 -- the binary under test, named on our command line
 		"--web.max-requests="+strconv.Itoa(o.scrapers+10), "--log.level=warn")
-	e.cmd.Stdout, e.cmd.Stderr = e.logs, e.logs
 	if o.goMemLimit != "" {
-		e.cmd.Env = append(os.Environ(), "GOMEMLIMIT="+o.goMemLimit)
+		cmd.Env = append(os.Environ(), "GOMEMLIMIT="+o.goMemLimit)
 	}
-	if err := e.cmd.Start(); err != nil {
+	p, err := platformtest.StartProcess("the exporter", cmd)
+	if err != nil {
 		return nil, err
 	}
-	go func() { e.done <- e.cmd.Wait() }()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		select {
-		case err := <-e.done:
-			e.done <- err
-			return nil, fmt.Errorf("the exporter exited: %v\n%s", err, e.logs.String())
-		default:
-		}
-		if resp, err := http.Get(e.url + "/-/ready"); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return e, nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
+	e := &exporter{p, "http://" + addr}
+	if err := p.WaitReady(ctx, e.url+"/-/ready", time.Minute); err != nil {
+		e.stop()
+		return nil, err
 	}
-	e.stop()
-	return nil, fmt.Errorf("the exporter was not ready within a minute:\n%s", e.logs.String())
+	return e, nil
 }
 
-func (e *exporter) stop() {
-	if e.cmd.Process == nil {
-		return
-	}
-	_ = e.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-e.done:
-		e.done <- err
-	case <-time.After(15 * time.Second):
-		_ = e.cmd.Process.Kill()
-	}
-}
+func (e *exporter) stop() { _ = e.Stop(15 * time.Second) }
 
 // status reads a size in bytes from /proc/PID/status of the exporter:
 // "VmRSS:" its resident set size, "VmHWM:" the peak of it.
 func (e *exporter) status(field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.Cmd.Process.Pid))
 	if err != nil {
 		return 0, err
 	}

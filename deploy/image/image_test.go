@@ -12,8 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,6 +29,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -169,11 +168,11 @@ func TestImage(t *testing.T) {
 	assertLayoutIsTheImage(t, b.dir, img.ID)
 
 	// Run as the chart runs the pod, on a port of loopback of its own.
-	port := freePort(t)
+	addr := platformtest.FreeAddr(t)
 	name := fmt.Sprintf("duix-image-test-%d", os.Getpid())
 	args := append([]string{"run", "--detach", "--name", name, "--network", "host",
 		"--read-only", "--cap-drop", "all", "--security-opt", "no-new-privileges"}, ulimits...)
-	args = append(args, b.ref, "--demo", "--web.listen-address=127.0.0.1:"+strconv.Itoa(port))
+	args = append(args, b.ref, "--demo", "--web.listen-address="+addr)
 	_, err = p.run(args...)
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -185,7 +184,7 @@ func TestImage(t *testing.T) {
 		_, _ = p.run("rm", "--force", "--time", "1", name)
 	})
 
-	families := scrapeUntilUp(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	families := scrapeUntilUp(t, "http://"+addr+"/metrics")
 	_, demoApps := simulator.NewDemo()
 	require.NotEmpty(t, demoApps)
 	up := map[string]float64{}
@@ -274,15 +273,6 @@ func assertLayoutIsTheImage(t *testing.T, dir, imageID string) {
 	assert.NotEmpty(t, manifest.Annotations["org.opencontainers.image.version"], "the manifest is annotated with the version")
 }
 
-// freePort returns a port of 127.0.0.1 that nothing listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // scrapeUntilUp scrapes url until it answers with duix_up samples, within
 // a bound that only a broken container reaches: the exporter answers
 // within a second of its start.
@@ -310,7 +300,6 @@ func scrape(client *http.Client, url string) (map[string]*dto.MetricFamily, erro
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)

@@ -9,10 +9,7 @@ package prometheus_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -33,6 +30,7 @@ import (
 	"github.com/duix-exporter/duix_exporter/client"
 	"github.com/duix-exporter/duix_exporter/collector"
 	"github.com/duix-exporter/duix_exporter/config"
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/simulator"
 	"github.com/duix-exporter/duix_exporter/web"
 )
@@ -109,7 +107,7 @@ func TestProbeTargetsAndShardingWithPrometheus(t *testing.T) {
 				assert.False(t, seen, "%s kept by shards %d and %d", app, prev, k)
 				owner[app] = k
 			}
-			p.stop()
+			_ = p.Stop(10 * time.Second)
 		}
 		var kept []string
 		for app := range owner {
@@ -177,10 +175,9 @@ func shortIntervals(t *testing.T, cfg string) string {
 func startExporter(t *testing.T, names []string) string {
 	t.Helper()
 	sim := simulator.New()
-	platform := httptest.NewServer(sim)
-	t.Cleanup(platform.Close)
+	base, _ := platformtest.Start(t, sim)
 	cfg := &config.Config{API: config.DefaultAPI}
-	cfg.API.BaseURL = platform.URL + simulator.BasePath
+	cfg.API.BaseURL = base
 	cfg.API.Timeout = model.Duration(5 * time.Second)
 	for i, name := range names {
 		id, key := fmt.Sprintf("17900000000000%05d", i), fmt.Sprintf("probe-key-%d", i)
@@ -198,78 +195,23 @@ func startExporter(t *testing.T, names []string) string {
 	return strings.TrimPrefix(srv.URL, "http://")
 }
 
+// promProcess is a Prometheus the test started, and its API's base URL.
 type promProcess struct {
-	cmd  *exec.Cmd
+	*platformtest.Process
 	base string
-	logs *strings.Builder
-	done chan struct{}
 }
 
+// startPrometheus starts Prometheus with the configuration cfg.
 func startPrometheus(t *testing.T, bin, cfg string) *promProcess {
 	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "prometheus.yml")
+	path := filepath.Join(t.TempDir(), "prometheus.yml")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
-	addr := freeAddr(t)
-	p := &promProcess{base: "http://" + addr, logs: &strings.Builder{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, "--config.file="+path, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
-		"--web.listen-address="+addr, "--log.level=warn")
-	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-	require.NoError(t, p.cmd.Start())
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(p.stop)
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(p.base + "/-/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, waitLong, 50*time.Millisecond, "prometheus ready")
-	return p
+	p, base := platformtest.StartPrometheus(t, bin, path)
+	return &promProcess{p, base}
 }
 
-func (p *promProcess) stop() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Kill() // its data is thrown away
-	<-p.done
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
-}
-
-func (p *promProcess) get(t *testing.T, path string, params url.Values, data any) error {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+path+"?"+params.Encode(), nil)
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	var env struct {
-		Status string          `json:"status"`
-		Data   json.RawMessage `json:"data"`
-		Error  string          `json:"error"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
-		return err
-	}
-	if env.Status != "success" {
-		return fmt.Errorf("%s: %s", path, env.Error)
-	}
-	return json.Unmarshal(env.Data, data)
+func (p *promProcess) get(path string, params url.Values, data any) error {
+	return platformtest.PrometheusGet(context.Background(), p.base, path, params, data)
 }
 
 type target struct {
@@ -297,7 +239,7 @@ func (p *promProcess) waitForTargets(t *testing.T, job string, total int) []targ
 				Labels map[string]string `json:"discoveredLabels"`
 			} `json:"droppedTargets"`
 		}
-		if err := p.get(t, "/api/v1/targets", url.Values{"state": {"any"}}, &data); err != nil {
+		if err := p.get("/api/v1/targets", url.Values{"state": {"any"}}, &data); err != nil {
 			last = err.Error()
 			return false
 		}
@@ -321,7 +263,7 @@ func (p *promProcess) waitForTargets(t *testing.T, job string, total int) []targ
 		}
 		return up
 	}, waitLong, 100*time.Millisecond)
-	require.True(t, ok, "targets of %s: %s\n%s", job, last, p.logs.String())
+	require.True(t, ok, "targets of %s: %s\n%s", job, last, p.Out.String())
 	slowest := 0.0
 	for _, tg := range active {
 		slowest = max(slowest, tg.LastScrapeDuration)
@@ -345,7 +287,7 @@ func (p *promProcess) waitForQuery(t *testing.T, q string, n int, accept func(pr
 	var last string
 	ok := assert.Eventually(t, func() bool {
 		res.Result = nil
-		if err := p.get(t, "/api/v1/query", url.Values{"query": {q}}, &res); err != nil {
+		if err := p.get("/api/v1/query", url.Values{"query": {q}}, &res); err != nil {
 			last = err.Error()
 			return false
 		}
@@ -360,6 +302,6 @@ func (p *promProcess) waitForQuery(t *testing.T, q string, n int, accept func(pr
 		}
 		return true
 	}, waitLong, 100*time.Millisecond)
-	require.True(t, ok, "%s: want %d series (each accepted), have %s\n%s", q, n, last, p.logs.String())
+	require.True(t, ok, "%s: want %d series (each accepted), have %s\n%s", q, n, last, p.Out.String())
 	return res.Result
 }

@@ -15,7 +15,6 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -278,7 +277,7 @@ func TestHelmOptionalMonitoring(t *testing.T) {
 	for _, c := range []struct {
 		sm, pr bool
 	}{{false, false}, {true, false}, {false, true}, {true, true}} {
-		o := render(t, append(slices.Clone(twoApps),
+		o := render(t, args(
 			"--set", "serviceMonitor.enabled="+boolString(c.sm),
 			"--set", "prometheusRule.enabled="+boolString(c.pr))...)
 		assert.Equal(t, c.sm, o.serviceMonitor != nil, "ServiceMonitor when serviceMonitor.enabled=%v", c.sm)
@@ -329,25 +328,9 @@ func boolString(b bool) string {
 // namespace, as job duix-exporter (the rules' job), and the rules are
 // those of deploy/prometheus/rules.yml.
 func TestHelmScrapeWiringAndRules(t *testing.T) {
-	o := render(t, append(slices.Clone(twoApps), "--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true")...)
-	c := o.deployment.Spec.Template.Spec.Containers[0]
-	for k, v := range o.service.Spec.Selector {
-		assert.Equal(t, v, o.deployment.Spec.Template.Labels[k], "the Service selects the pods")
-	}
-	require.Len(t, o.service.Spec.Ports, 1)
-	sp := o.service.Spec.Ports[0]
-	assert.Equal(t, intstr.FromString(c.Ports[0].Name), sp.TargetPort)
-
-	sm := o.serviceMonitor.Spec
-	for k, v := range sm.Selector.MatchLabels {
-		assert.Equal(t, v, o.service.Labels[k], "the ServiceMonitor selects the Service")
-	}
-	assert.Equal(t, []string{"monitoring"}, sm.NamespaceSelector.MatchNames)
-	require.Len(t, sm.Endpoints, 1)
-	assert.Equal(t, sp.Name, sm.Endpoints[0].Port)
-	assert.Equal(t, "/metrics", sm.Endpoints[0].Path)
-	require.NotEmpty(t, sm.JobLabel)
-	assert.Equal(t, jobName, o.service.Labels[sm.JobLabel], "job label of the scraped series")
+	o := render(t, args("--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true")...)
+	assertScrapeWiring(t, o)
+	assert.Equal(t, []string{"monitoring"}, o.serviceMonitor.Spec.NamespaceSelector.MatchNames)
 
 	var want, chartFile monitoringv1.PrometheusRuleSpec
 	strict(t, RulesFile, readRepo(t, RulesFile), &want)

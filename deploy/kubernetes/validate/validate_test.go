@@ -68,6 +68,14 @@ func strict(t *testing.T, what string, data []byte, v any) {
 	require.NoError(t, yaml.UnmarshalStrict(data, v), "%s does not decode strictly into %T", what, v)
 }
 
+// decode decodes YAML strictly into a new T.
+func decode[T any](t *testing.T, what string, data []byte) *T {
+	t.Helper()
+	v := new(T)
+	strict(t, what, data, v)
+	return v
+}
+
 // add decodes one object strictly into its API type; src names where it
 // comes from in the messages.
 func (o *objects) add(t *testing.T, src string, data []byte) {
@@ -85,42 +93,32 @@ func (o *objects) add(t *testing.T, src string, data []byte) {
 	what := src + ": " + key + " " + meta.Metadata.Name
 	switch key {
 	case "apps/v1/Deployment":
-		o.deployment = new(appsv1.Deployment)
-		strict(t, what, data, o.deployment)
+		o.deployment = decode[appsv1.Deployment](t, what, data)
 	case "v1/Service":
-		o.service = new(corev1.Service)
-		strict(t, what, data, o.service)
+		o.service = decode[corev1.Service](t, what, data)
 	case "v1/ServiceAccount":
-		o.serviceAccount = new(corev1.ServiceAccount)
-		strict(t, what, data, o.serviceAccount)
+		o.serviceAccount = decode[corev1.ServiceAccount](t, what, data)
 	case "v1/ConfigMap":
-		cm := new(corev1.ConfigMap)
-		strict(t, what, data, cm)
+		cm := decode[corev1.ConfigMap](t, what, data)
 		o.configMaps[cm.Name] = cm
 	case "v1/Secret":
-		s := new(corev1.Secret)
-		strict(t, what, data, s)
+		s := decode[corev1.Secret](t, what, data)
 		o.secrets[s.Name] = s
 	case "monitoring.coreos.com/v1/ServiceMonitor":
-		sm := new(monitoringv1.ServiceMonitor)
-		strict(t, what, data, sm)
+		sm := decode[monitoringv1.ServiceMonitor](t, what, data)
 		if o.serviceMonitor == nil {
 			o.serviceMonitor = sm
 		}
 		o.serviceMonitors[sm.Name] = sm
 	case "v1/Pod":
-		pod := new(corev1.Pod)
-		strict(t, what, data, pod)
+		pod := decode[corev1.Pod](t, what, data)
 		o.pods[pod.Name] = pod
 	case "policy/v1/PodDisruptionBudget":
-		o.pdb = new(policyv1.PodDisruptionBudget)
-		strict(t, what, data, o.pdb)
+		o.pdb = decode[policyv1.PodDisruptionBudget](t, what, data)
 	case "networking.k8s.io/v1/NetworkPolicy":
-		o.networkPolicy = new(networkingv1.NetworkPolicy)
-		strict(t, what, data, o.networkPolicy)
+		o.networkPolicy = decode[networkingv1.NetworkPolicy](t, what, data)
 	case "monitoring.coreos.com/v1/PrometheusRule":
-		o.prometheusRule = new(monitoringv1.PrometheusRule)
-		strict(t, what, data, o.prometheusRule)
+		o.prometheusRule = decode[monitoringv1.PrometheusRule](t, what, data)
 	default:
 		t.Errorf("unexpected object: %s", what)
 	}
@@ -498,31 +496,36 @@ func TestConfigMapIsAValidConfigAndRollsOut(t *testing.T) {
 
 // Service, ServiceMonitor and rules agree on the port and the job name.
 func TestScrapeWiring(t *testing.T) {
-	b := build(t)
-	c := b.deployment.Spec.Template.Spec.Containers[0]
-	sel := b.service.Spec.Selector
-	for k, v := range sel {
-		assert.Equal(t, v, b.deployment.Spec.Template.Labels[k], "the Service selects the pods")
-	}
-	require.Len(t, b.service.Spec.Ports, 1)
-	sp := b.service.Spec.Ports[0]
-	assert.Equal(t, intstr.FromString(c.Ports[0].Name), sp.TargetPort)
-
-	sm := b.serviceMonitor.Spec
-	for k, v := range sm.Selector.MatchLabels {
-		assert.Equal(t, v, b.service.Labels[k], "the ServiceMonitor selects the Service")
-	}
-	require.Len(t, sm.Endpoints, 1)
-	assert.Equal(t, sp.Name, sm.Endpoints[0].Port)
-	assert.Equal(t, "/metrics", sm.Endpoints[0].Path)
-	require.NotEmpty(t, sm.JobLabel)
-	assert.Equal(t, jobName, b.service.Labels[sm.JobLabel], "job label of the scraped series")
-
+	assertScrapeWiring(t, build(t))
 	rules := string(readRepo(t, RulesFile))
 	assert.Contains(t, rules, `up{job="`+jobName+`"} == 0`)
 	assert.Contains(t, rules, `absent(up{job="`+jobName+`"})`)
 	promConfig := string(readRepo(t, "deploy/prometheus/prometheus.yml"))
 	assert.Contains(t, promConfig, "job_name: "+jobName)
+}
+
+// assertScrapeWiring checks that the Service selects the pods and targets
+// their port, and that the ServiceMonitor selects the Service and scrapes
+// that port's /metrics as job jobName.
+func assertScrapeWiring(t *testing.T, o *objects) {
+	t.Helper()
+	c := o.deployment.Spec.Template.Spec.Containers[0]
+	for k, v := range o.service.Spec.Selector {
+		assert.Equal(t, v, o.deployment.Spec.Template.Labels[k], "the Service selects the pods")
+	}
+	require.Len(t, o.service.Spec.Ports, 1)
+	sp := o.service.Spec.Ports[0]
+	assert.Equal(t, intstr.FromString(c.Ports[0].Name), sp.TargetPort)
+
+	sm := o.serviceMonitor.Spec
+	for k, v := range sm.Selector.MatchLabels {
+		assert.Equal(t, v, o.service.Labels[k], "the ServiceMonitor selects the Service")
+	}
+	require.Len(t, sm.Endpoints, 1)
+	assert.Equal(t, sp.Name, sm.Endpoints[0].Port)
+	assert.Equal(t, "/metrics", sm.Endpoints[0].Path)
+	require.NotEmpty(t, sm.JobLabel)
+	assert.Equal(t, jobName, o.service.Labels[sm.JobLabel], "job label of the scraped series")
 }
 
 // The PrometheusRule carries exactly the rules of rules.yml, and is what

@@ -1,12 +1,19 @@
-package platformtest_test
+package platformtest
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	gotoken "go/token"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,7 +23,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -33,7 +39,7 @@ const (
 type env struct {
 	t    *testing.T
 	sim  *simulator.Simulator
-	f    *platformtest.Faults
+	f    *Faults
 	base string
 }
 
@@ -45,7 +51,7 @@ func newEnv(t *testing.T) *env {
 	sim.AddApp(simulator.App{ID: appA, Key: keyA, CorpID: "corp-a", Allowance: 3})
 	sim.AddApp(simulator.App{ID: appB, Key: keyB, CorpID: "corp-b", Allowance: 2})
 	require.NoError(t, sim.AddConversation(appA, simulator.NewConversation("108", "c", 2)))
-	base, f := platformtest.Start(t, sim)
+	base, f := Start(t, sim)
 	require.Same(t, sim, f.Simulator())
 	return &env{t: t, sim: sim, f: f, base: base}
 }
@@ -110,25 +116,25 @@ func decode(t *testing.T, body []byte) map[string]any {
 func TestFaultKinds(t *testing.T) {
 	e := newEnv(t)
 	normalConv := e.get(simulator.EndpointConversation).body
-	set := func(f platformtest.Fault) {
+	set := func(f Fault) {
 		e.f.ClearFaults()
 		e.f.SetFault(appA, "", f)
 	}
 	conc := func() response { return e.get(simulator.EndpointConcurrency) }
 
 	t.Run("none", func(t *testing.T) {
-		set(platformtest.Fault{Kind: platformtest.FaultNone})
+		set(Fault{Kind: FaultNone})
 		assert.Equal(t, concurrencyBody, string(conc().body))
 	})
 	t.Run("http500", func(t *testing.T) {
-		set(platformtest.Fault{Kind: platformtest.FaultHTTP500})
+		set(Fault{Kind: FaultHTTP500})
 		r := conc()
 		assert.Equal(t, http.StatusInternalServerError, r.status)
 		assert.Equal(t, "application/json", r.header.Get("Content-Type"))
 		assert.Equal(t, `{"code":"500","message":"internal server error","success":false,"data":null}`, string(r.body))
 	})
 	t.Run("html502", func(t *testing.T) {
-		set(platformtest.Fault{Kind: platformtest.FaultHTML502})
+		set(Fault{Kind: FaultHTML502})
 		r := conc()
 		assert.Equal(t, http.StatusBadGateway, r.status)
 		assert.Equal(t, "text/html", r.header.Get("Content-Type"))
@@ -138,7 +144,7 @@ func TestFaultKinds(t *testing.T) {
 	})
 	t.Run("ratelimit429", func(t *testing.T) {
 		for ra, want := range map[time.Duration]string{0: "1", 10 * time.Millisecond: "1", 1500 * time.Millisecond: "2", 30 * time.Second: "30"} {
-			set(platformtest.Fault{Kind: platformtest.FaultRateLimit429, RetryAfter: ra})
+			set(Fault{Kind: FaultRateLimit429, RetryAfter: ra})
 			r := conc()
 			assert.Equal(t, http.StatusTooManyRequests, r.status)
 			assert.Equal(t, want, r.header.Get("Retry-After"), "RetryAfter %v", ra)
@@ -147,7 +153,7 @@ func TestFaultKinds(t *testing.T) {
 		}
 	})
 	t.Run("unauthorized401", func(t *testing.T) {
-		set(platformtest.Fault{Kind: platformtest.FaultUnauthorized401})
+		set(Fault{Kind: FaultUnauthorized401})
 		r := conc()
 		assert.Equal(t, http.StatusUnauthorized, r.status)
 		assert.Equal(t, unauthorizedBody, string(r.body))
@@ -156,13 +162,13 @@ func TestFaultKinds(t *testing.T) {
 		assert.Equal(t, unauthorizedBody, string(r.body), "the simulator's own refusal")
 	})
 	t.Run("forbidden403", func(t *testing.T) {
-		set(platformtest.Fault{Kind: platformtest.FaultForbidden403})
+		set(Fault{Kind: FaultForbidden403})
 		r := conc()
 		assert.Equal(t, http.StatusForbidden, r.status)
 		assert.Equal(t, `{"code":"403","message":"token not valid for this app","success":false,"data":null}`, string(r.body))
 	})
 	t.Run("truncatedjson", func(t *testing.T) {
-		set(platformtest.Fault{Kind: platformtest.FaultTruncatedJSON})
+		set(Fault{Kind: FaultTruncatedJSON})
 		r := conc()
 		assert.Equal(t, http.StatusOK, r.status)
 		assert.Equal(t, concurrencyBody[:len(concurrencyBody)/2], string(r.body))
@@ -171,13 +177,13 @@ func TestFaultKinds(t *testing.T) {
 		assert.Equal(t, string(normalConv[:len(normalConv)/2]), string(r.body))
 	})
 	t.Run("successfalse", func(t *testing.T) {
-		set(platformtest.Fault{Kind: platformtest.FaultSuccessFalse})
+		set(Fault{Kind: FaultSuccessFalse})
 		r := conc()
 		assert.Equal(t, http.StatusOK, r.status)
 		assert.Equal(t, `{"code":"500","message":"internal error","success":false,"data":null}`, string(r.body))
 	})
 	t.Run("nulldata", func(t *testing.T) {
-		set(platformtest.Fault{Kind: platformtest.FaultNullData})
+		set(Fault{Kind: FaultNullData})
 		assert.Equal(t, `{"code":"200","data":null,"message":"","success":true}`, string(conc().body))
 		assert.Equal(t, `{"code":"200","data":null,"message":"","success":true}`, string(e.get(simulator.EndpointSessions).body))
 		assert.Equal(t, `{"code":"200","message":"","success":true,"data":null}`, string(e.get(simulator.EndpointStop).body))
@@ -185,14 +191,14 @@ func TestFaultKinds(t *testing.T) {
 			string(e.get(simulator.EndpointConversation).body))
 	})
 	t.Run("codeasnumber", func(t *testing.T) {
-		set(platformtest.Fault{Kind: platformtest.FaultCodeAsNumber})
+		set(Fault{Kind: FaultCodeAsNumber})
 		assert.Equal(t, strings.Replace(concurrencyBody, `"code":"200"`, `"code":200`, 1), string(conc().body))
 		m := decode(t, e.get(simulator.EndpointConversation).body)
 		assert.Equal(t, float64(0), m["code"])
 		assert.Equal(t, "108", m["data"].(map[string]any)["id"])
 	})
 	t.Run("wrongtypes", func(t *testing.T) {
-		set(platformtest.Fault{Kind: platformtest.FaultWrongTypes})
+		set(Fault{Kind: FaultWrongTypes})
 		m := decode(t, conc().body)
 		assert.Equal(t, true, m["success"])
 		assert.Equal(t, "200", m["code"])
@@ -213,31 +219,31 @@ func TestFaultKinds(t *testing.T) {
 	})
 	t.Run("oversizedbody", func(t *testing.T) {
 		for _, ep := range []string{simulator.EndpointConcurrency, simulator.EndpointConversation} {
-			set(platformtest.Fault{Kind: platformtest.FaultOversizedBody, Bytes: 1 << 20})
+			set(Fault{Kind: FaultOversizedBody, Bytes: 1 << 20})
 			r := e.get(ep)
 			assert.Equal(t, http.StatusOK, r.status)
 			assert.Len(t, r.body, 1<<20)
 			assert.Equal(t, "1048576", r.header.Get("Content-Length"))
 			assert.Equal(t, true, decode(t, r.body)["success"])
 		}
-		set(platformtest.Fault{Kind: platformtest.FaultOversizedBody})
+		set(Fault{Kind: FaultOversizedBody})
 		resp, err := e.send(context.Background(), appA, keyA, e.url(simulator.EndpointConcurrency, "appId", appA))
 		require.NoError(t, err)
 		resp.Body.Close()
-		assert.Equal(t, strconv.Itoa(platformtest.DefaultOversizedBytes), resp.Header.Get("Content-Length"))
+		assert.Equal(t, strconv.Itoa(DefaultOversizedBytes), resp.Header.Get("Content-Length"))
 	})
 	t.Run("slowbody", func(t *testing.T) {
-		set(platformtest.Fault{Kind: platformtest.FaultSlowBody, Delay: 20 * time.Millisecond})
+		set(Fault{Kind: FaultSlowBody, Delay: 20 * time.Millisecond})
 		begin := time.Now()
 		r := conc()
-		assert.GreaterOrEqual(t, time.Since(begin), platformtest.SlowBodyChunks*20*time.Millisecond, "a pause before each chunk")
+		assert.GreaterOrEqual(t, time.Since(begin), SlowBodyChunks*20*time.Millisecond, "a pause before each chunk")
 		assert.Equal(t, concurrencyBody, string(r.body))
 	})
 	t.Run("slowbody headers at once, body cancelled", func(t *testing.T) {
 		// The first chunk comes after an hour: that the headers arrive
 		// at all shows they are sent at once, and that the read returns
 		// shows the server stops when the client goes away.
-		set(platformtest.Fault{Kind: platformtest.FaultSlowBody, Delay: time.Hour})
+		set(Fault{Kind: FaultSlowBody, Delay: time.Hour})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		resp, err := e.send(ctx, appA, keyA, e.url(simulator.EndpointConcurrency, "appId", appA))
@@ -250,7 +256,7 @@ func TestFaultKinds(t *testing.T) {
 		assert.Error(t, err)
 	})
 	t.Run("resetconnection", func(t *testing.T) {
-		set(platformtest.Fault{Kind: platformtest.FaultResetConnection})
+		set(Fault{Kind: FaultResetConnection})
 		resp, err := e.send(context.Background(), appA, keyA, e.url(simulator.EndpointConcurrency, "appId", appA))
 		if err == nil {
 			var body []byte
@@ -263,7 +269,7 @@ func TestFaultKinds(t *testing.T) {
 		assert.Equal(t, concurrencyBody, string(conc().body), "the server keeps working afterwards")
 	})
 	t.Run("echorequest", func(t *testing.T) {
-		set(platformtest.Fault{Kind: platformtest.FaultEchoRequest, Bytes: 5})
+		set(Fault{Kind: FaultEchoRequest, Bytes: 5})
 		resp, err := e.send(context.Background(), appA, keyA, e.url(simulator.EndpointConcurrency, "appId", appA), "token", "t/1", "X-Other", "o")
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
@@ -275,11 +281,11 @@ func TestFaultKinds(t *testing.T) {
 		assert.Contains(t, string(body), "\r\nToken: t/1\r\n")
 		assert.Contains(t, string(body), "X-Other: o\r\n")
 
-		set(platformtest.Fault{Kind: platformtest.FaultEchoRequest, Status: http.StatusInternalServerError})
+		set(Fault{Kind: FaultEchoRequest, Status: http.StatusInternalServerError})
 		assert.Equal(t, http.StatusInternalServerError, conc().status)
 	})
 	t.Run("echorequestjson", func(t *testing.T) {
-		set(platformtest.Fault{Kind: platformtest.FaultEchoRequestJSON, Bytes: 2})
+		set(Fault{Kind: FaultEchoRequestJSON, Bytes: 2})
 		r := conc()
 		assert.Equal(t, http.StatusOK, r.status)
 		assert.Contains(t, string(r.body), `Authorization: Bearer ey`)
@@ -289,7 +295,7 @@ func TestFaultKinds(t *testing.T) {
 		assert.Equal(t, false, env["success"])
 		assert.True(t, strings.HasPrefix(env["message"].(string), "..GET "+simulator.BasePath+"/"), "%q", env["message"])
 
-		set(platformtest.Fault{Kind: platformtest.FaultEchoRequestJSON, Status: http.StatusInternalServerError})
+		set(Fault{Kind: FaultEchoRequestJSON, Status: http.StatusInternalServerError})
 		r = conc()
 		assert.Equal(t, http.StatusInternalServerError, r.status)
 		assert.Equal(t, "500", decode(t, r.body)["code"])
@@ -318,7 +324,7 @@ func TestFaultEcho(t *testing.T) {
 	}
 	secrets := []string{tok, "token-secret", "header-secret", "q=query-secret"}
 
-	e.f.SetFault(appA, "", platformtest.Fault{Kind: platformtest.FaultEcho})
+	e.f.SetFault(appA, "", Fault{Kind: FaultEcho})
 	for _, ep := range []string{simulator.EndpointConcurrency, simulator.EndpointConversation, simulator.EndpointSessions} {
 		resp, env := get(ep)
 		assert.Equal(t, http.StatusOK, resp.StatusCode, ep)
@@ -342,7 +348,7 @@ func TestFaultEcho(t *testing.T) {
 			assert.Nil(t, env["data"], ep)
 		}
 	}
-	e.f.SetFault(appA, "", platformtest.Fault{Kind: platformtest.FaultEcho, Status: http.StatusBadGateway})
+	e.f.SetFault(appA, "", Fault{Kind: FaultEcho, Status: http.StatusBadGateway})
 	resp, env := get(simulator.EndpointConcurrency)
 	assert.Equal(t, http.StatusBadGateway, resp.StatusCode)
 	assert.Equal(t, "502", env["code"])
@@ -351,16 +357,16 @@ func TestFaultEcho(t *testing.T) {
 
 func TestFaultEndlessBounded(t *testing.T) {
 	e := newEnv(t)
-	for _, kind := range []platformtest.FaultKind{platformtest.FaultEndlessString, platformtest.FaultEndlessList} {
+	for _, kind := range []FaultKind{FaultEndlessString, FaultEndlessList} {
 		for _, ep := range []string{simulator.EndpointConcurrency, simulator.EndpointSessions, simulator.EndpointConversation, simulator.EndpointStop, simulator.EndpointStopAll} {
-			e.f.SetFault(appA, "", platformtest.Fault{Kind: kind, Bytes: 100 << 10})
+			e.f.SetFault(appA, "", Fault{Kind: kind, Bytes: 100 << 10})
 			r := e.get(ep)
 			assert.Equal(t, http.StatusOK, r.status)
 			assert.Empty(t, r.header.Get("Content-Length"), "%s %s: streamed", kind, ep)
 			assert.InDelta(t, 100<<10, len(r.body), 400, "%s %s", kind, ep)
 			env := decode(t, r.body)
 			assert.Equal(t, true, env["success"], "%s %s", kind, ep)
-			if kind == platformtest.FaultEndlessList && ep == simulator.EndpointSessions {
+			if kind == FaultEndlessList && ep == simulator.EndpointSessions {
 				recs := env["data"].([]any)
 				ids := map[any]bool{}
 				for _, rec := range recs {
@@ -377,7 +383,7 @@ func TestFaultEndlessBounded(t *testing.T) {
 		simulator.EndpointSessions:    `{"code":"200","data":[{"uuid":"xxx`,
 	}
 	for ep, prefix := range want {
-		e.f.SetFault(appA, "", platformtest.Fault{Kind: platformtest.FaultEndlessString, Bytes: 1 << 10})
+		e.f.SetFault(appA, "", Fault{Kind: FaultEndlessString, Bytes: 1 << 10})
 		assert.True(t, strings.HasPrefix(string(e.get(ep).body), prefix), ep)
 	}
 }
@@ -387,8 +393,8 @@ func TestFaultEndlessBounded(t *testing.T) {
 // goes away.
 func TestFaultEndlessUntilTheClientLeaves(t *testing.T) {
 	e := newEnv(t)
-	for _, kind := range []platformtest.FaultKind{platformtest.FaultEndlessString, platformtest.FaultEndlessList} {
-		e.f.SetFault(appA, "", platformtest.Fault{Kind: kind})
+	for _, kind := range []FaultKind{FaultEndlessString, FaultEndlessList} {
+		e.f.SetFault(appA, "", Fault{Kind: kind})
 		ctx, cancel := context.WithCancel(context.Background())
 		resp, err := e.send(ctx, appA, keyA, e.url(simulator.EndpointSessions, "appId", appA))
 		require.NoError(t, err)
@@ -405,10 +411,10 @@ func TestFaultEndlessUntilTheClientLeaves(t *testing.T) {
 }
 
 func TestFaultKindString(t *testing.T) {
-	assert.Equal(t, "ratelimit429", platformtest.FaultRateLimit429.String())
-	assert.Equal(t, "echo", platformtest.FaultEcho.String())
-	assert.Equal(t, "endlesslist", platformtest.FaultEndlessList.String())
-	assert.Equal(t, "fault(99)", platformtest.FaultKind(99).String())
+	assert.Equal(t, "ratelimit429", FaultRateLimit429.String())
+	assert.Equal(t, "echo", FaultEcho.String())
+	assert.Equal(t, "endlesslist", FaultEndlessList.String())
+	assert.Equal(t, "fault(99)", FaultKind(99).String())
 }
 
 func TestFaultScopeAndPrecedence(t *testing.T) {
@@ -416,31 +422,31 @@ func TestFaultScopeAndPrecedence(t *testing.T) {
 	status := func(app, key, ep string) int {
 		return e.getAs(app, key, ep, "appId", app, "uuid", "x", "conversationId", "x").status
 	}
-	fault := func(k platformtest.FaultKind) platformtest.Fault { return platformtest.Fault{Kind: k} }
+	fault := func(k FaultKind) Fault { return Fault{Kind: k} }
 
-	e.f.SetFault(appA, simulator.EndpointConcurrency, fault(platformtest.FaultHTTP500))
+	e.f.SetFault(appA, simulator.EndpointConcurrency, fault(FaultHTTP500))
 	assert.Equal(t, 500, status(appA, keyA, simulator.EndpointConcurrency))
 	assert.Equal(t, 200, status(appA, keyA, simulator.EndpointSessions))
 	assert.Equal(t, 200, status(appB, keyB, simulator.EndpointConcurrency))
 
 	// Every app, one endpoint: app A's own setting still wins.
-	e.f.SetFault("", simulator.EndpointConcurrency, fault(platformtest.FaultHTML502))
+	e.f.SetFault("", simulator.EndpointConcurrency, fault(FaultHTML502))
 	assert.Equal(t, 500, status(appA, keyA, simulator.EndpointConcurrency))
 	assert.Equal(t, 502, status(appB, keyB, simulator.EndpointConcurrency))
 	assert.Equal(t, 200, status(appB, keyB, simulator.EndpointSessions))
 
 	// App-wide beats endpoint-wide.
-	e.f.SetFault(appB, "", fault(platformtest.FaultRateLimit429))
+	e.f.SetFault(appB, "", fault(FaultRateLimit429))
 	assert.Equal(t, 429, status(appB, keyB, simulator.EndpointConcurrency))
 	assert.Equal(t, 429, status(appB, keyB, simulator.EndpointStop))
 
 	// Global.
-	e.f.SetFault("", "", fault(platformtest.FaultForbidden403))
+	e.f.SetFault("", "", fault(FaultForbidden403))
 	assert.Equal(t, 403, status(appA, keyA, simulator.EndpointSessions))
 	assert.Equal(t, 500, status(appA, keyA, simulator.EndpointConcurrency))
 
 	// An explicit FaultNone overrides a wider fault.
-	e.f.SetFault(appA, simulator.EndpointSessions, fault(platformtest.FaultNone))
+	e.f.SetFault(appA, simulator.EndpointSessions, fault(FaultNone))
 	assert.Equal(t, 200, status(appA, keyA, simulator.EndpointSessions))
 
 	// Applies on the app of the token for endpoints without appId.
@@ -455,8 +461,8 @@ func TestFaultScopeAndPrecedence(t *testing.T) {
 
 func TestFaultTimes(t *testing.T) {
 	e := newEnv(t)
-	e.f.SetFault("", "", platformtest.Fault{Kind: platformtest.FaultHTML502})
-	e.f.SetFault(appA, simulator.EndpointConcurrency, platformtest.Fault{Kind: platformtest.FaultHTTP500, Times: 2})
+	e.f.SetFault("", "", Fault{Kind: FaultHTML502})
+	e.f.SetFault(appA, simulator.EndpointConcurrency, Fault{Kind: FaultHTTP500, Times: 2})
 	get := func() int { return e.get(simulator.EndpointConcurrency).status }
 	assert.Equal(t, 500, get())
 	assert.Equal(t, 500, get())
@@ -464,7 +470,7 @@ func TestFaultTimes(t *testing.T) {
 	e.f.ClearFaults()
 	assert.Equal(t, 200, get())
 
-	e.f.SetFault(appA, "", platformtest.Fault{Kind: platformtest.FaultRateLimit429, Times: 1})
+	e.f.SetFault(appA, "", Fault{Kind: FaultRateLimit429, Times: 1})
 	assert.Equal(t, 200, e.getAs(appB, keyB, simulator.EndpointConcurrency, "appId", appB).status, "another app does not use it up")
 	assert.Equal(t, 429, get())
 	assert.Equal(t, 200, get())
@@ -472,7 +478,7 @@ func TestFaultTimes(t *testing.T) {
 
 func TestFaultedRequestsStillCount(t *testing.T) {
 	e := newEnv(t)
-	e.f.SetFault("", "", platformtest.Fault{Kind: platformtest.FaultHTTP500})
+	e.f.SetFault("", "", Fault{Kind: FaultHTTP500})
 	for range 3 {
 		e.get(simulator.EndpointConcurrency)
 	}
@@ -482,20 +488,20 @@ func TestFaultedRequestsStillCount(t *testing.T) {
 
 func TestStopThroughFaults(t *testing.T) {
 	e := newEnv(t)
-	stop := func(f platformtest.Fault) response {
+	stop := func(f Fault) response {
 		id, err := e.sim.StartSession(appA, "c")
 		require.NoError(t, err)
 		e.f.SetFault(appA, simulator.EndpointStop, f)
 		return e.getAs(appA, keyA, simulator.EndpointStop, "uuid", id)
 	}
-	assert.False(t, json.Valid(stop(platformtest.Fault{Kind: platformtest.FaultTruncatedJSON}).body))
+	assert.False(t, json.Valid(stop(Fault{Kind: FaultTruncatedJSON}).body))
 	assert.Zero(t, e.sim.InUse(appA), "the platform processed the stop; only the answer was damaged")
 
-	stop(platformtest.Fault{Kind: platformtest.FaultHTTP500})
+	stop(Fault{Kind: FaultHTTP500})
 	assert.Equal(t, 1, e.sim.InUse(appA), "a 500 does not stop the session")
 
 	e.f.ClearFaults()
-	e.f.SetFault(appA, simulator.EndpointStopAll, platformtest.Fault{Kind: platformtest.FaultHTTP500, Times: 1})
+	e.f.SetFault(appA, simulator.EndpointStopAll, Fault{Kind: FaultHTTP500, Times: 1})
 	assert.Equal(t, http.StatusInternalServerError, e.get(simulator.EndpointStopAll).status)
 	assert.Equal(t, 1, e.sim.InUse(appA), "a faulted request ends nothing")
 	assert.Equal(t, `{"code":"200","message":"","success":true,"data":{"count":1}}`, string(e.get(simulator.EndpointStopAll).body))
@@ -504,7 +510,7 @@ func TestStopThroughFaults(t *testing.T) {
 func TestLatencyThenFault(t *testing.T) {
 	e := newEnv(t)
 	e.sim.SetLatency(appB, "", 150*time.Millisecond)
-	e.f.SetFault(appB, "", platformtest.Fault{Kind: platformtest.FaultHTTP500})
+	e.f.SetFault(appB, "", Fault{Kind: FaultHTTP500})
 	begin := time.Now()
 	assert.Equal(t, http.StatusInternalServerError, e.getAs(appB, keyB, simulator.EndpointSessions, "appId", appB).status)
 	assert.GreaterOrEqual(t, time.Since(begin), 150*time.Millisecond, "the delay first, then the fault")
@@ -529,7 +535,7 @@ func TestConcurrentUse(t *testing.T) {
 				return
 			default:
 			}
-			e.f.SetFault(appA, "", platformtest.Fault{Kind: platformtest.FaultHTTP500, Times: 1})
+			e.f.SetFault(appA, "", Fault{Kind: FaultHTTP500, Times: 1})
 			e.sim.SetLatency(appB, simulator.EndpointStop, time.Millisecond)
 			if i%3 == 0 {
 				e.f.ClearFaults()
@@ -565,9 +571,115 @@ func TestConcurrentUse(t *testing.T) {
 
 func TestEscapePartsReadsBackAsTheToken(t *testing.T) {
 	tok := "eyJhbGciOiJIUzI1NiJ9.eyJhcHBJZCI6IjEifQ.c2ln_-x"
-	escaped := platformtest.EscapeParts(tok)
+	escaped := EscapeParts(tok)
 	assert.NotContains(t, escaped, "yJhbGci", "no run of a part is left as it was")
 	var got string
 	require.NoError(t, json.Unmarshal([]byte(`"`+escaped+`"`), &got))
 	assert.Equal(t, tok, got)
+}
+
+func TestStartServesUntilTheTestEnds(t *testing.T) {
+	var (
+		base string
+		f    *Faults
+		resp *http.Response
+	)
+	t.Run("inner", func(t *testing.T) {
+		sim := simulator.New()
+		sim.AddApp(simulator.App{ID: appA, Key: keyA, Allowance: 1})
+		base, f = Start(t, sim)
+		assert.Regexp(t, `^http://127\.0\.0\.1:\d+`+regexp.QuoteMeta(simulator.BasePath)+`$`, base)
+		f.SetFault("", "", Fault{Kind: FaultSlowBody, Delay: time.Hour})
+		req, err := http.NewRequest(http.MethodGet, base+"/"+simulator.EndpointConcurrency+"?appId="+appA, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token(t, appA, keyA))
+		resp, err = http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, int64(1), f.Simulator().RequestsFor(appA, simulator.EndpointConcurrency))
+	})
+	// The answer still being sent did not keep the server open.
+	_, err := http.Get(base + "/" + simulator.EndpointConcurrency)
+	assert.Error(t, err, "closed with the test")
+	_, err = io.ReadAll(resp.Body)
+	assert.Error(t, err, "the slow answer was cut")
+	resp.Body.Close()
+}
+
+func TestFreeAddr(t *testing.T) {
+	addr := FreeAddr(t)
+	assert.True(t, strings.HasPrefix(addr, "127.0.0.1:"), addr)
+	l, err := net.Listen("tcp", addr)
+	require.NoError(t, err, "free to listen on")
+	require.NoError(t, l.Close())
+}
+
+func TestProcess(t *testing.T) {
+	// WaitReady gives up, with the output, when the process exits.
+	p, err := StartProcess("quitter", exec.Command("sh", "-c", "echo bye; exit 3"))
+	require.NoError(t, err)
+	err = p.WaitReady(t.Context(), "http://"+FreeAddr(t)+"/-/ready", time.Minute)
+	require.ErrorContains(t, err, "quitter exited: exit status 3")
+	assert.Contains(t, err.Error(), "bye")
+
+	// Stop ends it with SIGTERM, and may be called again.
+	p, err = StartProcess("sleeper", exec.Command("sleep", "60"))
+	require.NoError(t, err)
+	require.EqualError(t, p.Stop(time.Minute), "signal: terminated")
+	require.EqualError(t, p.Stop(time.Minute), "signal: terminated")
+}
+
+// The exporter's binary links neither this package nor any fault: only
+// the tests and the load harness inject them.
+func TestProductionBinaryHasNoFaults(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-json=ImportPath,Module,Dir,GoFiles", "github.com/duix-exporter/duix_exporter").Output()
+	require.NoError(t, err)
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	fault := regexp.MustCompile(`^fault|Fault`) // not "default"
+	own := 0
+	for dec.More() {
+		var pkg struct {
+			ImportPath, Dir string
+			Module          *struct{ Path string }
+			GoFiles         []string
+		}
+		require.NoError(t, dec.Decode(&pkg))
+		assert.NotContains(t, pkg.ImportPath, "platformtest")
+		if pkg.Module == nil || pkg.Module.Path != "github.com/duix-exporter/duix_exporter" {
+			continue
+		}
+		own++
+		for _, name := range pkg.GoFiles {
+			f, err := parser.ParseFile(gotoken.NewFileSet(), filepath.Join(pkg.Dir, name), nil, parser.SkipObjectResolution)
+			require.NoError(t, err)
+			for _, d := range f.Decls {
+				for _, id := range declared(d) {
+					assert.False(t, fault.MatchString(id), "%s declares %s in %s", pkg.ImportPath, id, name)
+				}
+			}
+		}
+	}
+	assert.Greater(t, own, 3, "the module's own packages were looked at")
+}
+
+// declared lists the names a top-level declaration declares, methods
+// included.
+func declared(d ast.Decl) []string {
+	var names []string
+	switch d := d.(type) {
+	case *ast.FuncDecl:
+		names = append(names, d.Name.Name)
+	case *ast.GenDecl:
+		for _, s := range d.Specs {
+			switch s := s.(type) {
+			case *ast.TypeSpec:
+				names = append(names, s.Name.Name)
+			case *ast.ValueSpec:
+				for _, n := range s.Names {
+					names = append(names, n.Name)
+				}
+			}
+		}
+	}
+	return names
 }
