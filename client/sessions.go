@@ -120,7 +120,7 @@ func (r *sessionRecord) UnmarshalJSON(b []byte) error {
 	}
 	r.s.ID = string(cmp.Or(f.UUID, f.SessionID, f.ID))
 	r.s.ConversationID = string(f.ConversationID)
-	if ms, err := strconv.ParseInt(string(f.StartTime), 10, 64); err == nil && ms > 0 {
+	if ms, err := strconv.ParseInt(string(f.StartTime), 10, 64); err == nil && ms >= 946684800000 { // before 2000: seconds, or no start
 		t := time.UnixMilli(ms)
 		r.s.Start = &t
 	}

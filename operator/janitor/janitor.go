@@ -424,11 +424,9 @@ func (j *Janitor) clean(ctx context.Context, app string, set settings) (string, 
 			return nil // cannot be stopped, or listed twice
 		}
 		seen[s.ID] = true
-		start, ok := time.Time{}, false
-		if s.Start != nil {
+		start, ok := j.src.FirstSeen(app, s.ID)
+		if s.Start != nil && !s.Start.After(now) { // a start in the future is not believed, as by the lifecycle
 			start, ok = *s.Start, true
-		} else {
-			start, ok = j.src.FirstSeen(app, s.ID)
 		}
 		switch age := now.Sub(start); {
 		case !ok:

@@ -588,3 +588,25 @@ func TestConcurrentPostsStopOnce(t *testing.T) {
 	assert.Equal(t, int64(1), f.stops.Load())
 	assert.Equal(t, 1.0, f.stopped("kiosk"))
 }
+
+// A record's start the exporter cannot believe is not used: one in the
+// future (the lifecycle then counts from the first listing, and
+// DuixSessionStuck fires by that age), and one before 2000, such as a start
+// in seconds read as milliseconds (every session would look decades old).
+// Both fall back to when the exporter first listed the session.
+func TestImplausibleRecordStartsFallBackToFirstSeen(t *testing.T) {
+	f := newFixture(t, "")
+	future := f.session("kiosk", -24*time.Hour)
+	inSeconds, err := f.sim.StartSessionAt(appID("kiosk"), "conv-1", time.UnixMilli(f.now().Add(-5*time.Minute).Unix()))
+	require.NoError(t, err)
+	unseen, err := f.sim.StartSessionAt(appID("kiosk"), "conv-1", time.UnixMilli(f.now().Add(-3*time.Hour).Unix()))
+	require.NoError(t, err)
+	f.src.seen["kiosk/"+future] = f.now().Add(-90 * time.Minute)
+	f.src.seen["kiosk/"+inSeconds] = f.now().Add(-5 * time.Minute)
+
+	code, answer := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.ElementsMatch(t, []string{inSeconds, unseen}, f.listed("kiosk"))
+	assert.Contains(t, answer, "stopped 1 of 1 session(s) older than 1h; 0 already stopped or gone, 0 refused by the budget of 10 an hour, 0 failed, 1 younger, 1 without a known start")
+	assert.Regexp(t, `session=`+future+` age=1h30m0s`, f.logs.String())
+}
