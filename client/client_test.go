@@ -235,6 +235,24 @@ func TestStopAllSessionsAcceptsAnyData(t *testing.T) {
 	}
 }
 
+// A successful stop's code is kept only when it is shaped like one, as an
+// error's is: the operator commands print it.
+func TestStopResultKeepsOnlyACodeShapedCode(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"code":"token: SECRET-echoed ` + r.Header.Get("Authorization") + `","success":true,"data":null}`))
+	}))
+	t.Cleanup(srv.Close)
+	f := newFixture(t, config.AuthHeaderAuthorization)
+	f.cfg.API.BaseURL = srv.URL
+	c := f.client(t)
+	res, err := c.StopSession(context.Background(), "s-1")
+	require.NoError(t, err)
+	assert.Empty(t, res.Code)
+	res, err = c.StopAllSessions(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, res.Code)
+}
+
 // Every fault of the platform maps to its reason, and the error carries
 // the endpoint, the app, the status and the code, and nothing the platform
 // wrote: not its message, not an echo of the request's token.
