@@ -478,9 +478,10 @@ func (j *Janitor) clean(ctx context.Context, app string, set settings) (string, 
 				already++
 				a.Action, a.Reason = ActionRefused, ReasonAlreadyStopped
 				j.remember(key, now, false)
-			default:
+			default: // it may have taken effect all the same: it counts against the budget
 				failed++
 				a.Action, a.Reason = ActionFailed, client.Reason(err) // the class only, as above
+				j.remember("", now, true)
 			}
 		}
 		if a.Action == "" {
@@ -514,12 +515,14 @@ func (j *Janitor) refuseRest(app string, rest []candidate, now time.Time, set se
 	return n
 }
 
-// remember notes that a session was stopped (or found gone) at now; a
-// stop counts against the budget.
+// remember notes that a session was stopped (or found gone) at now, unless
+// key is empty; a stop, or a stop that failed, counts against the budget.
 func (j *Janitor) remember(key string, now time.Time, stop bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.acted[key] = now
+	if key != "" {
+		j.acted[key] = now
+	}
 	if stop {
 		j.stops = append(j.stops, now)
 	}

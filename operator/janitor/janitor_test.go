@@ -610,3 +610,32 @@ func TestImplausibleRecordStartsFallBackToFirstSeen(t *testing.T) {
 	assert.Contains(t, answer, "stopped 1 of 1 session(s) older than 1h; 0 already stopped or gone, 0 refused by the budget of 10 an hour, 0 failed, 1 younger, 1 without a known start")
 	assert.Regexp(t, `session=`+future+` age=1h30m0s`, f.logs.String())
 }
+
+// A stop that failed may have taken effect (the platform ended the call,
+// then its answer was lost or an error): it counts against the budget, so
+// a platform that fails every answer cannot have every old session stopped
+// at once, nor again at each of Alertmanager's retries.
+func TestFailedStopsCountAgainstTheBudget(t *testing.T) {
+	f := newFixture(t, "{max_stops_per_hour: 2}")
+	for range 4 {
+		f.session("kiosk", 2*time.Hour)
+	}
+	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointStop) {
+			next.ServeHTTP(httptest.NewRecorder(), r) // done, but the answer is lost
+			http.Error(w, "gateway timeout", http.StatusGatewayTimeout)
+			return
+		}
+		next.ServeHTTP(w, r)
+	}
+	code, answer := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusBadGateway, code, answer)
+	assert.Contains(t, answer, "stopped 0 of 4 session(s) older than 1h; 0 already stopped or gone, 2 refused by the budget of 2 an hour, 2 failed")
+	for range 3 { // Alertmanager retries
+		code, answer = f.post(payload(t, stuck("kiosk")))
+		require.Equal(t, http.StatusOK, code, answer)
+		assert.Contains(t, answer, "2 refused by the budget")
+	}
+	assert.Equal(t, int64(2), f.stops.Load(), "no more stop requests than the budget")
+	assert.Len(t, f.listed("kiosk"), 2)
+}
