@@ -467,6 +467,22 @@ func TestARefusedTokenIsNotSentAgain(t *testing.T) {
 	assert.NotEqual(t, first, f.lastToken(), "a new token after the refusal")
 }
 
+// Within the second the refused token was minted in, a token minted anew
+// would carry the same claims, so the same bytes: it is made to differ.
+func TestARefusedTokenIsNotSentAgainWithinTheSameSecond(t *testing.T) {
+	f := newFixture(t, config.AuthHeaderAuthorization)
+	c := f.client(t)
+	f.faults.SetFault(appID, "", platformtest.Fault{Kind: platformtest.FaultUnauthorized401, Times: 2})
+	seen := map[string]bool{}
+	for range 3 { // the clock does not move
+		_, _ = c.Concurrency(context.Background())
+		assert.False(t, seen[f.lastToken()], "a refused token is sent again")
+		seen[f.lastToken()] = true
+	}
+	_, err := c.Concurrency(context.Background())
+	require.NoError(t, err, "the token minted after the refusals is good")
+}
+
 func TestExpiredStaticTokenIsAnAuthError(t *testing.T) {
 	f := newFixture(t, config.AuthHeaderAuthorization)
 	past := time.Now().Add(-time.Hour)
