@@ -102,7 +102,7 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 			} else if ss.ConversationID == "" {
 				noConv++
 			}
-			if life && len(list) < maxTracked {
+			if life && len(list) < maxTracked && len(ss.ID) <= 256 { // a longer ID is counted, not kept
 				list = append(list, seenSession{id: ss.ID})
 				if ss.Start != nil {
 					list[len(list)-1].start = *ss.Start
