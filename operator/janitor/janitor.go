@@ -252,13 +252,13 @@ func (j *Janitor) Recent() []Action {
 
 // record logs a decision, counts it and keeps it for Recent.
 func (j *Janitor) record(a Action) {
-	a.Time = j.now()
+	a.Time, a.SessionID = j.now(), bounded(a.SessionID) // the platform's: cut for the log and the landing page
 	if a.Count == 0 {
 		a.Count = 1
 	}
 	kv := []any{"msg", "Janitor decision", "action", a.Action, "app", a.App}
 	if a.SessionID != "" {
-		kv = append(kv, "session", bounded(a.SessionID), "age", a.Age.Truncate(time.Second).String())
+		kv = append(kv, "session", a.SessionID, "age", a.Age.Truncate(time.Second).String())
 	}
 	if a.Reason != "" {
 		kv = append(kv, "reason", a.Reason)
@@ -543,7 +543,8 @@ func (j *Janitor) forget(now time.Time) {
 	}
 }
 
-// bounded cuts a label value from a payload for logs and answers.
+// bounded cuts a label value from a payload, or a session ID, for logs,
+// answers and the landing page.
 func bounded(s string) string {
 	if len(s) > maxLabelLog {
 		s = s[:maxLabelLog] + "..."

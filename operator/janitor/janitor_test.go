@@ -639,3 +639,26 @@ func TestFailedStopsCountAgainstTheBudget(t *testing.T) {
 	assert.Equal(t, int64(2), f.stops.Load(), "no more stop requests than the budget")
 	assert.Len(t, f.listed("kiosk"), 2)
 }
+
+// A session ID is the platform's: the landing page's recent actions hold
+// it cut, as the log does.
+func TestRecentActionsHoldSessionIDsCut(t *testing.T) {
+	f := newFixture(t, "")
+	long := strings.Repeat("s", 100_000)
+	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointSessions):
+			fmt.Fprintf(w, `{"code":"0","success":true,"data":[{"uuid":%q,"startTime":%d}]}`, long, f.now().Add(-3*time.Hour).UnixMilli())
+		case strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointStop):
+			_, _ = io.WriteString(w, `{"code":"0","success":true,"data":true}`)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	}
+	code, answer := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	require.Len(t, f.j.Recent(), 1)
+	assert.Equal(t, janitor.ActionStopped, f.j.Recent()[0].Action)
+	assert.Equal(t, strings.Repeat("s", 128)+"...", f.j.Recent()[0].SessionID)
+	assert.NotContains(t, f.logs.String(), strings.Repeat("s", 129))
+}
