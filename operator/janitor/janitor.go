@@ -450,6 +450,9 @@ func (j *Janitor) clean(ctx context.Context, app string, set settings) (string, 
 
 	var done, already, refused, failed int
 	for i, s := range old {
+		if ctx.Err() != nil {
+			break // the sender left: no stop is sent for it, none counts against the budget
+		}
 		key := app + "\x00" + s.id
 		j.mu.Lock()
 		_, wasActed := j.acted[key]

@@ -662,3 +662,29 @@ func TestRecentActionsHoldSessionIDsCut(t *testing.T) {
 	assert.Equal(t, strings.Repeat("s", 128)+"...", f.j.Recent()[0].SessionID)
 	assert.NotContains(t, f.logs.String(), strings.Repeat("s", 129))
 }
+
+// When Alertmanager gives up on a request (its context ends), the janitor
+// attempts no more stops for it: stops never sent neither reach the
+// platform nor use up the budget.
+func TestNoStopIsAttemptedAfterTheSenderLeft(t *testing.T) {
+	f := newFixture(t, "{max_stops_per_hour: 2}")
+	for range 3 {
+		f.session("kiosk", 2*time.Hour)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		next.ServeHTTP(w, r)
+		if strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointStop) {
+			cancel() // Alertmanager's timeout, once the first stop is done
+		}
+	}
+	req := httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(payload(t, stuck("kiosk")))).WithContext(ctx)
+	f.j.ServeHTTP(httptest.NewRecorder(), req)
+	assert.Equal(t, int64(1), f.stops.Load(), "no stop is sent once the sender left")
+
+	f.wrap = nil
+	code, answer := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Contains(t, answer, "stopped 1 of 2 session(s) older than 1h; 0 already stopped or gone, 1 refused by the budget of 2 an hour, 0 failed")
+}
