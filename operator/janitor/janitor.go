@@ -311,6 +311,8 @@ func (j *Janitor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the request.
 func (j *Janitor) answer(w http.ResponseWriter, status int, outcome string, lines []string) {
 	j.requests.WithLabelValues(outcome).Inc()
+	// A sender that does not read is cut off, rather than hold the turn.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)

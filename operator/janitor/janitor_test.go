@@ -688,3 +688,35 @@ func TestNoStopIsAttemptedAfterTheSenderLeft(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, answer)
 	assert.Contains(t, answer, "stopped 1 of 2 session(s) older than 1h; 0 already stopped or gone, 1 refused by the budget of 2 an hour, 0 failed")
 }
+
+// deadlineRecorder is a ResponseWriter that records the write deadline
+// set on it (http.ResponseController finds SetWriteDeadline), and whether
+// any of the answer was written before.
+type deadlineRecorder struct {
+	*httptest.ResponseRecorder
+	deadline      time.Time
+	writtenBefore bool
+}
+
+func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
+	d.deadline, d.writtenBefore = t, d.Body.Len() > 0
+	return nil
+}
+
+// A sender that never reads its answer (a 1 MiB payload of 20 000 alerts
+// gets about as long an answer) is cut off at a write deadline: it would
+// otherwise hold the janitor's turn, and so every later webhook, for as
+// long as its connection stays open. The janitor's server has no write
+// timeout of its own (a webhook may wait on the platform), so the answer
+// sets one before it is written.
+func TestTheAnswerHasAWriteDeadline(t *testing.T) {
+	f := newFixture(t, "")
+	for _, body := range []string{payload(t, stuck("kiosk")), "not json"} {
+		rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+		before := time.Now()
+		f.j.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(body)))
+		require.False(t, rec.deadline.IsZero(), "a write deadline is set")
+		assert.False(t, rec.writtenBefore, "before the answer is written")
+		assert.True(t, rec.deadline.After(before) && rec.deadline.Before(before.Add(time.Minute)), "%s", rec.deadline)
+	}
+}
