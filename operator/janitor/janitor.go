@@ -483,10 +483,14 @@ func (j *Janitor) clean(ctx context.Context, app string, set settings) (string, 
 				already++
 				a.Action, a.Reason = ActionRefused, ReasonAlreadyStopped
 				j.remember(key, now, false)
-			default: // it may have taken effect all the same: it counts against the budget
+			default:
 				failed++
 				a.Action, a.Reason = ActionFailed, client.Reason(err) // the class only, as above
-				j.remember("", now, true)
+				switch a.Reason {
+				case client.ReasonAuth, client.ReasonRateLimited, client.ReasonAPI: // refused, or never sent
+				default: // it may have taken effect all the same: it counts against the budget
+					j.remember("", now, true)
+				}
 			}
 		}
 		if a.Action == "" {

@@ -720,3 +720,28 @@ func TestTheAnswerHasAWriteDeadline(t *testing.T) {
 		assert.True(t, rec.deadline.After(before) && rec.deadline.Before(before.Add(time.Minute)), "%s", rec.deadline)
 	}
 }
+
+// A stop the platform refused (401 or 403, 429, or success false) ended
+// nothing, and one never sent (while a Retry-After applies) neither: they
+// do not count against the budget.
+func TestRefusedStopsDoNotCountAgainstTheBudget(t *testing.T) {
+	f := newFixture(t, "{max_stops_per_hour: 2}")
+	for range 3 {
+		f.session("kiosk", 2*time.Hour)
+	}
+	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointStop) {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	}
+	code, answer := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusBadGateway, code, answer)
+	assert.Contains(t, answer, "stopped 0 of 3 session(s) older than 1h; 0 already stopped or gone, 0 refused by the budget of 2 an hour, 3 failed")
+
+	f.wrap = nil
+	code, answer = f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Contains(t, answer, "stopped 2 of 3 session(s) older than 1h; 0 already stopped or gone, 1 refused by the budget of 2 an hour, 0 failed")
+}
