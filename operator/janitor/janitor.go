@@ -147,6 +147,10 @@ type Janitor struct {
 	recent             []Action             // ring of the last recentSize
 	next               int                  // where the ring writes next
 	counted            map[string]bool      // apps whose per-app series exist
+	// The stops and stopped sessions of the other mode (dry run or not),
+	// kept for when it is turned on again.
+	otherStops []time.Time
+	otherActed map[string]time.Time
 }
 
 // New returns a Janitor with no app opted in: call Apply with a
@@ -204,8 +208,9 @@ func New(o Options) (*Janitor, error) {
 
 // Apply switches to cfg: the apps opted in, their ages and the janitor
 // section. The per-app counters of the apps opted in exist from here on,
-// at 0; those of apps no longer opted in are dropped. Turning dry_run on
-// or off starts the budget and the memory of stopped sessions afresh.
+// at 0; those of apps no longer opted in are dropped. Dry run and real
+// stops each have their budget and memory of stopped sessions, kept when
+// dry_run is turned on or off.
 func (j *Janitor) Apply(cfg *config.Config) error {
 	set := settings{Janitor: cfg.Janitor, known: map[string]bool{}, ages: cfg.JanitorApps()}
 	for _, a := range cfg.Apps {
@@ -214,7 +219,10 @@ func (j *Janitor) Apply(cfg *config.Config) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if set.DryRun != j.set.DryRun {
-		j.stops, j.acted = nil, map[string]time.Time{}
+		j.stops, j.acted, j.otherStops, j.otherActed = j.otherStops, j.otherActed, j.stops, j.acted
+		if j.acted == nil {
+			j.acted = map[string]time.Time{}
+		}
 	}
 	for app := range j.counted {
 		if _, ok := set.ages[app]; !ok {

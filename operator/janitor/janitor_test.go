@@ -745,3 +745,31 @@ func TestRefusedStopsDoNotCountAgainstTheBudget(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, answer)
 	assert.Contains(t, answer, "stopped 2 of 3 session(s) older than 1h; 0 already stopped or gone, 1 refused by the budget of 2 an hour, 0 failed")
 }
+
+// Going to dry run and back (two reloads) keeps the real stops of the
+// hour: the budget cannot be reset by a rehearsal; would-stops never count
+// against it.
+func TestDryRunAndBackKeepsTheBudget(t *testing.T) {
+	f := newFixture(t, "{max_stops_per_hour: 1}")
+	f.session("kiosk", 3*time.Hour)
+	code, answer := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	require.Equal(t, 1.0, f.stopped("kiosk"))
+
+	reload := func(dryRun bool) {
+		cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\njanitor: {max_stops_per_hour: 1, dry_run: %t}\napps: [{name: kiosk, app_id: '1001', app_key: k, janitor: {max_session_age: 1h}}]",
+			"http://127.0.0.1:1", dryRun)), "")
+		require.NoError(t, err)
+		require.NoError(t, f.j.Apply(cfg))
+	}
+	f.session("kiosk", 2*time.Hour)
+	reload(true)
+	code, answer = f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Contains(t, answer, "dry run: would have stopped 1 of 1", "a rehearsal has a budget of its own")
+	reload(false)
+	code, answer = f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Contains(t, answer, "stopped 0 of 1 session(s) older than 1h; 0 already stopped or gone, 1 refused by the budget of 1 an hour")
+	assert.Equal(t, 1.0, f.stopped("kiosk"))
+}
