@@ -95,6 +95,7 @@ type tokenSource struct {
 
 	mu      sync.Mutex
 	token   string
+	exp     int64 // of the last token minted, Unix seconds
 	renewAt time.Time
 }
 
@@ -127,12 +128,12 @@ func (s *tokenSource) get() (string, error) {
 	case !s.mint:
 		return string(secret), nil
 	case s.token == "" || changed || !now.Before(s.renewAt):
-		exp := now.Add(s.ttl)
-		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"appId": s.appID, "iat": now.Unix(), "exp": exp.Unix()}).SignedString(secret)
+		exp := max(now.Add(s.ttl).Unix(), s.exp+1) // later than the last: never the bytes of a refused token
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"appId": s.appID, "iat": now.Unix(), "exp": exp}).SignedString(secret)
 		if err != nil {
 			return "", &Error{Reason: ReasonAuth, detail: "signing the token failed"}
 		}
-		s.token, s.renewAt = tok, exp.Add(-min(s.ttl/5, 5*time.Minute))
+		s.token, s.exp, s.renewAt = tok, exp, time.Unix(exp, 0).Add(-min(s.ttl/5, 5*time.Minute))
 	}
 	return s.token, nil
 }

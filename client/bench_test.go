@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -120,11 +121,12 @@ func TestCountingALongSessionListKeepsTheHeapFlat(t *testing.T) {
 	assert.Less(t, growth, int64(1<<20), "the list is streamed, never held")
 }
 
-// endless answers an endless JSON document whose start is prefix.
-func endless(prefix string) http.Handler {
+// endless answers an endless JSON document whose start is prefix, then
+// fill repeated.
+func endless(prefix, fill string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, prefix)
-		chunk := bytes.Repeat([]byte("x"), 32<<10)
+		chunk := bytes.Repeat([]byte(fill), 32<<10)
 		for r.Context().Err() == nil {
 			if _, err := w.Write(chunk); err != nil {
 				return
@@ -141,19 +143,23 @@ func endless(prefix string) http.Handler {
 // bounds the peak from above.
 func TestACallAllocatesAtMostDecodeFactorTimesMaxResponseBytes(t *testing.T) {
 	const limit = 2 << 20
-	for _, tc := range []struct{ name, prefix, suffix string }{
-		{"message", `{"success":true,"message":"`, ""},
-		{"other member", `{"success":true,"extra":["`, ""},
-		{"concurrency", `{"success":true,"data":{"cropId":"`, ""},
-		{"conversation", `{"success":true,"data":{"id":"1","conversationName":"`, ""},
-		{"session", `{"success":true,"data":[{"uuid":"`, ""},
-		{"session list", `{"success":true,"data":{"list":[{"other":"`, ""},
-		{"whole conversation", `{"success":true,"data":{"id":"1","conversationName":"`, `"}}`},
-		{"whole session", `{"success":true,"data":[{"uuid":"`, `"}]}`},
-		{"whole session by ID", `{"success":true,"data":["`, `"]}`},
+	for _, tc := range []struct{ name, prefix, suffix, fill string }{
+		{"message", `{"success":true,"message":"`, "", ""},
+		{"other member", `{"success":true,"extra":["`, "", ""},
+		{"concurrency", `{"success":true,"data":{"cropId":"`, "", ""},
+		{"conversation", `{"success":true,"data":{"id":"1","conversationName":"`, "", ""},
+		{"session", `{"success":true,"data":[{"uuid":"`, "", ""},
+		{"session list", `{"success":true,"data":{"list":[{"other":"`, "", ""},
+		{"whole conversation", `{"success":true,"data":{"id":"1","conversationName":"`, `"}}`, ""},
+		{"whole session", `{"success":true,"data":[{"uuid":"`, `"}]}`, ""},
+		{"whole session by ID", `{"success":true,"data":["`, `"]}`, ""},
+		{"nested other member", `{"success":true,"extra":`, "", "["},
+		{"nested session list member", `{"success":true,"data":{"other":`, "", "{\"a\":"},
+		{"nested conversation", `{"success":true,"data":{"id":"1","other":`, "", "["},
+		{"nested session", `{"success":true,"data":[`, "", "["},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := endless(tc.prefix)
+			h := endless(tc.prefix, cmp.Or(tc.fill, "x"))
 			if tc.suffix != "" {
 				body := tc.prefix + strings.Repeat("x", limit-len(tc.prefix)-len(tc.suffix)) + tc.suffix
 				h = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, body) })
@@ -176,7 +182,9 @@ func TestACallAllocatesAtMostDecodeFactorTimesMaxResponseBytes(t *testing.T) {
 			}
 			runtime.ReadMemStats(&ms)
 			allocated := ms.TotalAlloc - before
-			if tc.suffix == "" {
+			if tc.fill != "" { // refused at a depth encoding/json would refuse too, or at the cap
+				assert.Equal(t, client.ReasonDecode, client.Reason(err))
+			} else if tc.suffix == "" {
 				assert.ErrorIs(t, err, client.ErrBodyTooLarge)
 				assert.Equal(t, client.ReasonDecode, client.Reason(err))
 			} else {

@@ -184,7 +184,7 @@ func (c *Client) stop(ctx context.Context, endpoint, query string) (*StopResult,
 	if err != nil {
 		return nil, err
 	}
-	return &StopResult{Code: env.code, Data: raw}, nil
+	return &StopResult{Code: safeCode.FindString(env.code), Data: raw}, nil
 }
 
 // call makes one GET and decodes at most max_response_bytes of the answer,

@@ -235,6 +235,24 @@ func TestStopAllSessionsAcceptsAnyData(t *testing.T) {
 	}
 }
 
+// A successful stop's code is kept only when it is shaped like one, as an
+// error's is: the operator commands print it.
+func TestStopResultKeepsOnlyACodeShapedCode(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"code":"token: SECRET-echoed ` + r.Header.Get("Authorization") + `","success":true,"data":null}`))
+	}))
+	t.Cleanup(srv.Close)
+	f := newFixture(t, config.AuthHeaderAuthorization)
+	f.cfg.API.BaseURL = srv.URL
+	c := f.client(t)
+	res, err := c.StopSession(context.Background(), "s-1")
+	require.NoError(t, err)
+	assert.Empty(t, res.Code)
+	res, err = c.StopAllSessions(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, res.Code)
+}
+
 // Every fault of the platform maps to its reason, and the error carries
 // the endpoint, the app, the status and the code, and nothing the platform
 // wrote: not its message, not an echo of the request's token.
@@ -447,6 +465,22 @@ func TestARefusedTokenIsNotSentAgain(t *testing.T) {
 	_, err = c.Concurrency(context.Background())
 	require.NoError(t, err)
 	assert.NotEqual(t, first, f.lastToken(), "a new token after the refusal")
+}
+
+// Within the second the refused token was minted in, a token minted anew
+// would carry the same claims, so the same bytes: it is made to differ.
+func TestARefusedTokenIsNotSentAgainWithinTheSameSecond(t *testing.T) {
+	f := newFixture(t, config.AuthHeaderAuthorization)
+	c := f.client(t)
+	f.faults.SetFault(appID, "", platformtest.Fault{Kind: platformtest.FaultUnauthorized401, Times: 2})
+	seen := map[string]bool{}
+	for range 3 { // the clock does not move
+		_, _ = c.Concurrency(context.Background())
+		assert.False(t, seen[f.lastToken()], "a refused token is sent again")
+		seen[f.lastToken()] = true
+	}
+	_, err := c.Concurrency(context.Background())
+	require.NoError(t, err, "the token minted after the refusals is good")
 }
 
 func TestExpiredStaticTokenIsAnAuthError(t *testing.T) {

@@ -77,7 +77,7 @@ func Reason(err error) string {
 		return ""
 	case errors.As(err, &e):
 		return e.Reason
-	case isTimeout(err):
+	case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
 		return ReasonTimeout
 	}
 	return ReasonNetwork
@@ -87,10 +87,6 @@ func Reason(err error) string {
 func IsNotFound(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Reason == ReasonAPI && e.Code == "404"
-}
-
-func isTimeout(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err)
 }
 
 // transportError classifies an error of a request or of reading its answer,
@@ -104,7 +100,7 @@ func transportError(err error) *Error {
 	switch {
 	case errors.As(err, &own): // the token's
 		return own
-	case isTimeout(err):
+	case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
 		e.Reason, e.detail = ReasonTimeout, "deadline exceeded"
 	case errors.As(err, &errno):
 		e.detail = errno.Error()

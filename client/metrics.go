@@ -32,9 +32,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Times a changed app key file (kind=\"key\") or token file (kind=\"token\") was refused (not a regular file, larger than 64 KiB, empty, unreadable or gone); the last good secret stays in use.",
 		}, []string{"kind"}),
 	}
-	for _, kind := range []string{SecretKey, SecretToken} {
-		m.secretFileErrors.WithLabelValues(kind)
-	}
+	m.secretFileErrors.WithLabelValues(SecretKey) // both series from the start
+	m.secretFileErrors.WithLabelValues(SecretToken)
 	if reg != nil {
 		reg.MustRegister(m.requests, m.duration, m.secretFileErrors)
 	}

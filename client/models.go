@@ -145,7 +145,7 @@ type Session struct {
 	Raw            json.RawMessage `json:"record,omitempty"`
 }
 
-// StopResult is the answer to a successful sessionStop or distroyCallSessionsByAppId.
+// StopResult is a successful sessionStop's or distroyCallSessionsByAppId's answer (Code as Error.Code).
 type StopResult struct {
 	Code string          `json:"code"`
 	Data json.RawMessage `json:"data,omitempty"`

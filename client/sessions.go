@@ -65,7 +65,7 @@ func DecodeSessionList(dec *json.Decoder, opts SessionOptions, fn func(Session) 
 	return err
 }
 
-// skipRest consumes the rest of an array or object.
+// skipRest consumes the rest of an array or object, at most as deep as encoding/json reads.
 func skipRest(dec *json.Decoder) error {
 	for depth := 1; depth > 0; {
 		tok, err := dec.Token()
@@ -74,7 +74,9 @@ func skipRest(dec *json.Decoder) error {
 		}
 		switch tok {
 		case json.Delim('{'), json.Delim('['):
-			depth++
+			if depth++; depth > 10000 {
+				return errShape
+			}
 		case json.Delim('}'), json.Delim(']'):
 			depth--
 		}
@@ -118,7 +120,7 @@ func (r *sessionRecord) UnmarshalJSON(b []byte) error {
 	}
 	r.s.ID = string(cmp.Or(f.UUID, f.SessionID, f.ID))
 	r.s.ConversationID = string(f.ConversationID)
-	if ms, err := strconv.ParseInt(string(f.StartTime), 10, 64); err == nil && ms > 0 {
+	if ms, err := strconv.ParseInt(string(f.StartTime), 10, 64); err == nil && ms >= 946684800000 { // before 2000: seconds, or no start
 		t := time.UnixMilli(ms)
 		r.s.Start = &t
 	}

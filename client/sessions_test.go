@@ -38,6 +38,9 @@ func TestDecodeSessionListRecords(t *testing.T) {
 		{`{"sessionId":"s-only","id":"later"}`, client.Session{ID: "s-only"}},
 		{`{"id":-7,"startTime":-5}`, client.Session{ID: "-7"}},
 		{`{"id":"x","startTime":1.7e12}`, client.Session{ID: "x"}},
+		{`{"id":"seconds","startTime":1700000000}`, client.Session{ID: "seconds"}}, // 1970 as milliseconds: no start
+		{`{"id":"1999","startTime":946684799999}`, client.Session{ID: "1999"}},
+		{`{"id":"2000","startTime":946684800000}`, client.Session{ID: "2000", Start: at(946684800000)}},
 		{`{"id":"x","startTime":true}`, client.Session{ID: "x"}},
 		{`{"id":"x","startTime":{"ms":1}}`, client.Session{ID: "x"}},
 		{`{"u\u0075id":"escaped key","conversation\u0049d":"c9"}`, client.Session{ID: "escaped key", ConversationID: "c9"}},

@@ -77,12 +77,12 @@ func (st *appState) metrics(r *result, now time.Time) []prometheus.Metric {
 		gauge(activeSessionsDesc, float64(r.sessions))
 		gauge(sessionsWithoutConversationDesc, float64(r.noConv))
 	}
+	if until := st.holdOff(nil, now); !until.IsZero() {
+		gauge(rateLimitedUntilDesc, float64(until.UnixMilli())/1e3)
+	}
 
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if until := st.c.RetryAfter(); !until.IsZero() {
-		gauge(rateLimitedUntilDesc, float64(until.UnixMilli())/1e3)
-	}
 	gauge(appInfoDesc, 1, st.appID, st.corpID)
 	var errs uint64
 	for reason, n := range st.errs {
@@ -143,7 +143,7 @@ var (
 	sessionsEndedDesc               = appDesc("duix_app_sessions_ended_total", "Sessions of the app that were listed by getconcurrentList and no longer are, as observed at fetch time.")
 	oldestSessionAgeDesc            = appDesc("duix_app_oldest_session_age_seconds", "Age of the app's oldest active session (from startTime of its getconcurrentList record, else from when it was first listed), 0 when none; absent until a list was fetched.")
 	sessionSecondsDesc              = appDesc("duix_app_session_seconds_total", "Session-seconds used by the app: the number of entries of getconcurrentList integrated over time between successful fetches (trapezoid rule).")
-	sessionsUntrackedDesc           = appDesc("duix_app_sessions_untracked_total", "Entries of getconcurrentList left out of the lifecycle: without a session ID, or over sessions.max_tracked. Present once one was.")
+	sessionsUntrackedDesc           = appDesc("duix_app_sessions_untracked_total", "Entries of getconcurrentList left out of the lifecycle: without a session ID, with one over 256 bytes, or over sessions.max_tracked. Present once one was.")
 	sessionDurationDesc             = appDesc("duix_app_session_duration_seconds", "Durations of the app's ended sessions, as observed at fetch time: from the record's start time (startTime of getconcurrentList) when it has one, else from when the session was first listed, to when it was last listed.")
 )
 

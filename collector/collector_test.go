@@ -420,6 +420,28 @@ func TestRetryAfterMarksAppRateLimited(t *testing.T) {
 	assert.NotContains(t, body, "duix_app_rate_limited_until_timestamp_seconds")
 }
 
+// A reload (SIGHUP, a configuration management tool's) does not end the
+// platform's Retry-After: an app whose name and app_id stay is not called
+// before it has passed.
+func TestRetryAfterOutlivesAReload(t *testing.T) {
+	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, nil})
+	e.faults.SetFault("app-a", "", platformtest.Fault{Kind: platformtest.FaultRateLimit429, RetryAfter: time.Hour})
+	e.scrapeText(t, context.Background())
+	calls := e.sim.RequestsFor("app-a", simulator.EndpointConcurrency) + e.sim.RequestsFor("app-a", simulator.EndpointSessions)
+	require.Positive(t, calls)
+
+	require.NoError(t, e.exp.Apply(e.cfg))
+	e.clk.advance(30 * time.Minute)
+	body := e.scrapeText(t, context.Background())
+	assert.Contains(t, body, `duix_app_rate_limited_until_timestamp_seconds{app="a"} 1.8000036e+09`)
+	assert.Equal(t, calls, e.sim.RequestsFor("app-a", simulator.EndpointConcurrency)+e.sim.RequestsFor("app-a", simulator.EndpointSessions),
+		"no call while Retry-After applies, reload or not")
+
+	e.faults.ClearFaults()
+	e.clk.advance(31 * time.Minute)
+	assert.Contains(t, e.scrapeText(t, context.Background()), `duix_up{app="a"} 1`, "called again once it has passed")
+}
+
 func TestReloadKeepsStateOfUnchangedApps(t *testing.T) {
 	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, []string{"c1"}}, appDef{"b", "app-b", "key-b", 5, nil})
 	e.faults.SetFault("app-a", simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultHTTP500, Times: 1})

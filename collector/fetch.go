@@ -102,7 +102,7 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 			} else if ss.ConversationID == "" {
 				noConv++
 			}
-			if life && len(list) < maxTracked {
+			if life && len(list) < maxTracked && len(ss.ID) <= 256 { // a longer ID is counted, not kept
 				list = append(list, seenSession{id: ss.ID})
 				if ss.Start != nil {
 					list[len(list)-1].start = *ss.Start
@@ -127,10 +127,11 @@ func (e *Exporter) call(st *appState, c *client.Client, set settings, endpoint s
 	_ = set.sem.Acquire(context.Background(), 1) // fails only when its context ends
 	defer set.sem.Release(1)
 	err := errRateLimited
-	if c.RetryAfter().IsZero() {
+	if st.holdOff(c, e.opts.Now()).IsZero() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cmp.Or(set.api.Timeout, config.DefaultAPI.Timeout)))
 		err = do(ctx)
 		cancel()
+		st.holdOff(c, e.opts.Now()) // keeps the Retry-After of its answer
 	}
 	if err != nil {
 		level.Debug(e.opts.Logger).Log("msg", "platform call failed", "app", st.name, "endpoint", endpoint, "reason", reason(err), "err", err)

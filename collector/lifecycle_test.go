@@ -130,3 +130,17 @@ func TestLifecycleStateLeavesWithTheApp(t *testing.T) {
 	assert.Equal(t, "0", sample(body, `duix_app_sessions_started_total{app="a"}`), "a returning app starts with a baseline")
 	assert.Equal(t, "0", sample(body, `duix_app_session_duration_seconds_count{app="a"}`))
 }
+
+// The lifecycle keeps the IDs of the sessions it follows from one fetch to
+// the next: an ID longer than any real one (here 100 kB, which a list
+// within max_response_bytes may hold) is counted, not kept, so that what a
+// platform sends cannot make the state of an app grow to
+// max_response_bytes.
+func TestLifecycleDoesNotKeepOverlongSessionIDs(t *testing.T) {
+	e := newEnv(t, appDef{"a", "app-a", "key-a", 10, nil})
+	e.faults.SetFault("app-a", simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultEndlessString, Bytes: 100_000})
+	body := e.scrapeText(t, context.Background())
+	assert.Equal(t, "1", sample(body, `duix_up{app="a"}`))
+	assert.Equal(t, "1", sample(body, `duix_app_active_sessions{app="a"}`))
+	assert.Equal(t, "1", sample(body, `duix_app_sessions_untracked_total{app="a"}`))
+}

@@ -147,6 +147,10 @@ type Janitor struct {
 	recent             []Action             // ring of the last recentSize
 	next               int                  // where the ring writes next
 	counted            map[string]bool      // apps whose per-app series exist
+	// The stops and stopped sessions of the other mode (dry run or not),
+	// kept for when it is turned on again.
+	otherStops []time.Time
+	otherActed map[string]time.Time
 }
 
 // New returns a Janitor with no app opted in: call Apply with a
@@ -204,8 +208,9 @@ func New(o Options) (*Janitor, error) {
 
 // Apply switches to cfg: the apps opted in, their ages and the janitor
 // section. The per-app counters of the apps opted in exist from here on,
-// at 0; those of apps no longer opted in are dropped. Turning dry_run on
-// or off starts the budget and the memory of stopped sessions afresh.
+// at 0; those of apps no longer opted in are dropped. Dry run and real
+// stops each have their budget and memory of stopped sessions, kept when
+// dry_run is turned on or off.
 func (j *Janitor) Apply(cfg *config.Config) error {
 	set := settings{Janitor: cfg.Janitor, known: map[string]bool{}, ages: cfg.JanitorApps()}
 	for _, a := range cfg.Apps {
@@ -214,7 +219,10 @@ func (j *Janitor) Apply(cfg *config.Config) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if set.DryRun != j.set.DryRun {
-		j.stops, j.acted = nil, map[string]time.Time{}
+		j.stops, j.acted, j.otherStops, j.otherActed = j.otherStops, j.otherActed, j.stops, j.acted
+		if j.acted == nil {
+			j.acted = map[string]time.Time{}
+		}
 	}
 	for app := range j.counted {
 		if _, ok := set.ages[app]; !ok {
@@ -252,13 +260,13 @@ func (j *Janitor) Recent() []Action {
 
 // record logs a decision, counts it and keeps it for Recent.
 func (j *Janitor) record(a Action) {
-	a.Time = j.now()
+	a.Time, a.SessionID = j.now(), bounded(a.SessionID) // the platform's: cut for the log and the landing page
 	if a.Count == 0 {
 		a.Count = 1
 	}
 	kv := []any{"msg", "Janitor decision", "action", a.Action, "app", a.App}
 	if a.SessionID != "" {
-		kv = append(kv, "session", bounded(a.SessionID), "age", a.Age.Truncate(time.Second).String())
+		kv = append(kv, "session", a.SessionID, "age", a.Age.Truncate(time.Second).String())
 	}
 	if a.Reason != "" {
 		kv = append(kv, "reason", a.Reason)
@@ -311,6 +319,8 @@ func (j *Janitor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the request.
 func (j *Janitor) answer(w http.ResponseWriter, status int, outcome string, lines []string) {
 	j.requests.WithLabelValues(outcome).Inc()
+	// A sender that does not read is cut off, rather than hold the turn.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
@@ -424,11 +434,9 @@ func (j *Janitor) clean(ctx context.Context, app string, set settings) (string, 
 			return nil // cannot be stopped, or listed twice
 		}
 		seen[s.ID] = true
-		start, ok := time.Time{}, false
-		if s.Start != nil {
+		start, ok := j.src.FirstSeen(app, s.ID)
+		if s.Start != nil && !s.Start.After(now) { // a start in the future is not believed, as by the lifecycle
 			start, ok = *s.Start, true
-		} else {
-			start, ok = j.src.FirstSeen(app, s.ID)
 		}
 		switch age := now.Sub(start); {
 		case !ok:
@@ -452,6 +460,9 @@ func (j *Janitor) clean(ctx context.Context, app string, set settings) (string, 
 
 	var done, already, refused, failed int
 	for i, s := range old {
+		if ctx.Err() != nil {
+			break // the sender left: no stop is sent for it, none counts against the budget
+		}
 		key := app + "\x00" + s.id
 		j.mu.Lock()
 		_, wasActed := j.acted[key]
@@ -483,6 +494,11 @@ func (j *Janitor) clean(ctx context.Context, app string, set settings) (string, 
 			default:
 				failed++
 				a.Action, a.Reason = ActionFailed, client.Reason(err) // the class only, as above
+				switch a.Reason {
+				case client.ReasonAuth, client.ReasonRateLimited, client.ReasonAPI: // refused, or never sent
+				default: // it may have taken effect all the same: it counts against the budget
+					j.remember("", now, true)
+				}
 			}
 		}
 		if a.Action == "" {
@@ -516,12 +532,14 @@ func (j *Janitor) refuseRest(app string, rest []candidate, now time.Time, set se
 	return n
 }
 
-// remember notes that a session was stopped (or found gone) at now; a
-// stop counts against the budget.
+// remember notes that a session was stopped (or found gone) at now, unless
+// key is empty; a stop, or a stop that failed, counts against the budget.
 func (j *Janitor) remember(key string, now time.Time, stop bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.acted[key] = now
+	if key != "" {
+		j.acted[key] = now
+	}
 	if stop {
 		j.stops = append(j.stops, now)
 	}
@@ -542,7 +560,8 @@ func (j *Janitor) forget(now time.Time) {
 	}
 }
 
-// bounded cuts a label value from a payload for logs and answers.
+// bounded cuts a label value from a payload, or a session ID, for logs,
+// answers and the landing page.
 func bounded(s string) string {
 	if len(s) > maxLabelLog {
 		s = s[:maxLabelLog] + "..."

@@ -588,3 +588,188 @@ func TestConcurrentPostsStopOnce(t *testing.T) {
 	assert.Equal(t, int64(1), f.stops.Load())
 	assert.Equal(t, 1.0, f.stopped("kiosk"))
 }
+
+// A record's start the exporter cannot believe is not used: one in the
+// future (the lifecycle then counts from the first listing, and
+// DuixSessionStuck fires by that age), and one before 2000, such as a start
+// in seconds read as milliseconds (every session would look decades old).
+// Both fall back to when the exporter first listed the session.
+func TestImplausibleRecordStartsFallBackToFirstSeen(t *testing.T) {
+	f := newFixture(t, "")
+	future := f.session("kiosk", -24*time.Hour)
+	inSeconds, err := f.sim.StartSessionAt(appID("kiosk"), "conv-1", time.UnixMilli(f.now().Add(-5*time.Minute).Unix()))
+	require.NoError(t, err)
+	unseen, err := f.sim.StartSessionAt(appID("kiosk"), "conv-1", time.UnixMilli(f.now().Add(-3*time.Hour).Unix()))
+	require.NoError(t, err)
+	f.src.seen["kiosk/"+future] = f.now().Add(-90 * time.Minute)
+	f.src.seen["kiosk/"+inSeconds] = f.now().Add(-5 * time.Minute)
+
+	code, answer := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.ElementsMatch(t, []string{inSeconds, unseen}, f.listed("kiosk"))
+	assert.Contains(t, answer, "stopped 1 of 1 session(s) older than 1h; 0 already stopped or gone, 0 refused by the budget of 10 an hour, 0 failed, 1 younger, 1 without a known start")
+	assert.Regexp(t, `session=`+future+` age=1h30m0s`, f.logs.String())
+}
+
+// A stop that failed may have taken effect (the platform ended the call,
+// then its answer was lost or an error): it counts against the budget, so
+// a platform that fails every answer cannot have every old session stopped
+// at once, nor again at each of Alertmanager's retries.
+func TestFailedStopsCountAgainstTheBudget(t *testing.T) {
+	f := newFixture(t, "{max_stops_per_hour: 2}")
+	for range 4 {
+		f.session("kiosk", 2*time.Hour)
+	}
+	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointStop) {
+			next.ServeHTTP(httptest.NewRecorder(), r) // done, but the answer is lost
+			http.Error(w, "gateway timeout", http.StatusGatewayTimeout)
+			return
+		}
+		next.ServeHTTP(w, r)
+	}
+	code, answer := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusBadGateway, code, answer)
+	assert.Contains(t, answer, "stopped 0 of 4 session(s) older than 1h; 0 already stopped or gone, 2 refused by the budget of 2 an hour, 2 failed")
+	for range 3 { // Alertmanager retries
+		code, answer = f.post(payload(t, stuck("kiosk")))
+		require.Equal(t, http.StatusOK, code, answer)
+		assert.Contains(t, answer, "2 refused by the budget")
+	}
+	assert.Equal(t, int64(2), f.stops.Load(), "no more stop requests than the budget")
+	assert.Len(t, f.listed("kiosk"), 2)
+}
+
+// A session ID is the platform's: the landing page's recent actions hold
+// it cut, as the log does.
+func TestRecentActionsHoldSessionIDsCut(t *testing.T) {
+	f := newFixture(t, "")
+	long := strings.Repeat("s", 100_000)
+	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointSessions):
+			fmt.Fprintf(w, `{"code":"0","success":true,"data":[{"uuid":%q,"startTime":%d}]}`, long, f.now().Add(-3*time.Hour).UnixMilli())
+		case strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointStop):
+			_, _ = io.WriteString(w, `{"code":"0","success":true,"data":true}`)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	}
+	code, answer := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	require.Len(t, f.j.Recent(), 1)
+	assert.Equal(t, janitor.ActionStopped, f.j.Recent()[0].Action)
+	assert.Equal(t, strings.Repeat("s", 128)+"...", f.j.Recent()[0].SessionID)
+	assert.NotContains(t, f.logs.String(), strings.Repeat("s", 129))
+}
+
+// When Alertmanager gives up on a request (its context ends), the janitor
+// attempts no more stops for it: stops never sent neither reach the
+// platform nor use up the budget.
+func TestNoStopIsAttemptedAfterTheSenderLeft(t *testing.T) {
+	f := newFixture(t, "{max_stops_per_hour: 2}")
+	for range 3 {
+		f.session("kiosk", 2*time.Hour)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		next.ServeHTTP(w, r)
+		if strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointStop) {
+			cancel() // Alertmanager's timeout, once the first stop is done
+		}
+	}
+	req := httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(payload(t, stuck("kiosk")))).WithContext(ctx)
+	f.j.ServeHTTP(httptest.NewRecorder(), req)
+	assert.Equal(t, int64(1), f.stops.Load(), "no stop is sent once the sender left")
+
+	f.wrap = nil
+	code, answer := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Contains(t, answer, "stopped 1 of 2 session(s) older than 1h; 0 already stopped or gone, 1 refused by the budget of 2 an hour, 0 failed")
+}
+
+// deadlineRecorder is a ResponseWriter that records the write deadline
+// set on it (http.ResponseController finds SetWriteDeadline), and whether
+// any of the answer was written before.
+type deadlineRecorder struct {
+	*httptest.ResponseRecorder
+	deadline      time.Time
+	writtenBefore bool
+}
+
+func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
+	d.deadline, d.writtenBefore = t, d.Body.Len() > 0
+	return nil
+}
+
+// A sender that never reads its answer (a 1 MiB payload of 20 000 alerts
+// gets about as long an answer) is cut off at a write deadline: it would
+// otherwise hold the janitor's turn, and so every later webhook, for as
+// long as its connection stays open. The janitor's server has no write
+// timeout of its own (a webhook may wait on the platform), so the answer
+// sets one before it is written.
+func TestTheAnswerHasAWriteDeadline(t *testing.T) {
+	f := newFixture(t, "")
+	for _, body := range []string{payload(t, stuck("kiosk")), "not json"} {
+		rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+		before := time.Now()
+		f.j.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(body)))
+		require.False(t, rec.deadline.IsZero(), "a write deadline is set")
+		assert.False(t, rec.writtenBefore, "before the answer is written")
+		assert.True(t, rec.deadline.After(before) && rec.deadline.Before(before.Add(time.Minute)), "%s", rec.deadline)
+	}
+}
+
+// A stop the platform refused (401 or 403, 429, or success false) ended
+// nothing, and one never sent (while a Retry-After applies) neither: they
+// do not count against the budget.
+func TestRefusedStopsDoNotCountAgainstTheBudget(t *testing.T) {
+	f := newFixture(t, "{max_stops_per_hour: 2}")
+	for range 3 {
+		f.session("kiosk", 2*time.Hour)
+	}
+	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointStop) {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	}
+	code, answer := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusBadGateway, code, answer)
+	assert.Contains(t, answer, "stopped 0 of 3 session(s) older than 1h; 0 already stopped or gone, 0 refused by the budget of 2 an hour, 3 failed")
+
+	f.wrap = nil
+	code, answer = f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Contains(t, answer, "stopped 2 of 3 session(s) older than 1h; 0 already stopped or gone, 1 refused by the budget of 2 an hour, 0 failed")
+}
+
+// Going to dry run and back (two reloads) keeps the real stops of the
+// hour: the budget cannot be reset by a rehearsal; would-stops never count
+// against it.
+func TestDryRunAndBackKeepsTheBudget(t *testing.T) {
+	f := newFixture(t, "{max_stops_per_hour: 1}")
+	f.session("kiosk", 3*time.Hour)
+	code, answer := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	require.Equal(t, 1.0, f.stopped("kiosk"))
+
+	reload := func(dryRun bool) {
+		cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\njanitor: {max_stops_per_hour: 1, dry_run: %t}\napps: [{name: kiosk, app_id: '1001', app_key: k, janitor: {max_session_age: 1h}}]",
+			"http://127.0.0.1:1", dryRun)), "")
+		require.NoError(t, err)
+		require.NoError(t, f.j.Apply(cfg))
+	}
+	f.session("kiosk", 2*time.Hour)
+	reload(true)
+	code, answer = f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Contains(t, answer, "dry run: would have stopped 1 of 1", "a rehearsal has a budget of its own")
+	reload(false)
+	code, answer = f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Contains(t, answer, "stopped 0 of 1 session(s) older than 1h; 0 already stopped or gone, 1 refused by the budget of 1 an hour")
+	assert.Equal(t, 1.0, f.stopped("kiosk"))
+}

@@ -8,11 +8,15 @@ import (
 	"github.com/duix-exporter/duix_exporter/web"
 )
 
-// readTimeout bounds reading a webhook request, body included. There is no
-// write timeout: stopping sessions takes as long as the platform's answers
-// (each bounded by api.timeout), and Alertmanager's own timeout ends a
-// request it gave up.
-const readTimeout = 30 * time.Second
+// readTimeout bounds reading a webhook request, body included. The server
+// has no write timeout: stopping sessions takes as long as the platform's
+// answers (each bounded by api.timeout), and Alertmanager's own timeout
+// ends a request it gave up. writeTimeout bounds writing the answer, from
+// when it is ready.
+const (
+	readTimeout  = 30 * time.Second
+	writeTimeout = 10 * time.Second
+)
 
 // Server returns the HTTP server of the janitor's listener, for web.Serve
 // (which applies the web configuration: TLS, basic auth); its own errors go
