@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -407,7 +406,7 @@ func (a *API) validate() error {
 	}
 	if hc.HTTPHeaders != nil {
 		for name := range hc.HTTPHeaders.Headers {
-			if h := http.CanonicalHeaderKey(name); h == "Authorization" || h == "Token" {
+			if strings.EqualFold(name, "Authorization") || strings.EqualFold(name, "Token") {
 				return fmt.Errorf("api.http_client.http_headers: header %q must not be set: %s", name, perApp)
 			}
 		}
