@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -197,9 +196,9 @@ func (c *Config) String() string {
 	return string(b)
 }
 
-// UnmarshalYAML implements yaml.Unmarshaler. The YAML decoder zeroes a
-// section left empty instead of decoding it: through pointers, such a
-// section gets its defaults.
+// UnmarshalYAML implements yaml.Unmarshaler. The YAML decoder decodes a
+// section onto the defaults the pointers below point to, and sets a
+// section left empty to nil instead: such a section gets its defaults too.
 func (c *Config) UnmarshalYAML(unmarshal func(any) error) error {
 	type plainConfig struct {
 		API      *API      `yaml:"api"`
@@ -207,7 +206,8 @@ func (c *Config) UnmarshalYAML(unmarshal func(any) error) error {
 		Apps     []App     `yaml:"apps"`
 		Janitor  *Janitor  `yaml:"janitor"`
 	}
-	var p plainConfig
+	sessions, janitor := DefaultSessions, DefaultJanitor
+	p := plainConfig{Sessions: &sessions, Janitor: &janitor}
 	if err := unmarshal(&p); err != nil {
 		return err
 	}
@@ -222,13 +222,6 @@ func (c *Config) UnmarshalYAML(unmarshal func(any) error) error {
 		c.Janitor = *p.Janitor
 	}
 	return nil
-}
-
-// UnmarshalYAML implements yaml.Unmarshaler, starting from DefaultSessions.
-func (s *Sessions) UnmarshalYAML(unmarshal func(any) error) error {
-	*s = DefaultSessions
-	type plainSessions Sessions
-	return locateError("sessions", unmarshal((*plainSessions)(s)))
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler, starting from DefaultAPI.
@@ -269,13 +262,6 @@ func (a *App) UnmarshalYAML(unmarshal func(any) error) error {
 		a.TokenTTL = DefaultTokenTTL
 	}
 	return nil
-}
-
-// UnmarshalYAML implements yaml.Unmarshaler, starting from DefaultJanitor.
-func (j *Janitor) UnmarshalYAML(unmarshal func(any) error) error {
-	*j = DefaultJanitor
-	type janitorFields Janitor
-	return locateError("janitor", unmarshal((*janitorFields)(j)))
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler, so that an error names the
@@ -420,7 +406,7 @@ func (a *API) validate() error {
 	}
 	if hc.HTTPHeaders != nil {
 		for name := range hc.HTTPHeaders.Headers {
-			if h := http.CanonicalHeaderKey(name); h == "Authorization" || h == "Token" {
+			if strings.EqualFold(name, "Authorization") || strings.EqualFold(name, "Token") {
 				return fmt.Errorf("api.http_client.http_headers: header %q must not be set: %s", name, perApp)
 			}
 		}
@@ -515,9 +501,9 @@ var yamlTypeNames = strings.NewReplacer(
 	"in type ", "in ", // field x not found in type T
 	"config.plainConfig", "the top level",
 	"config.plainAPI", "section api",
-	"config.plainSessions", "section sessions",
+	"config.Sessions", "section sessions",
 	"config.plainApp", "an entry of apps",
-	"config.janitorFields", "section janitor",
+	"config.Janitor", "section janitor",
 	"config.appJanitorFields", "an app's janitor section",
 	"config.plain", "a string", // a secret
 )

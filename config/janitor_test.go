@@ -44,38 +44,26 @@ apps:
 }
 
 func TestJanitorInvalid(t *testing.T) {
-	const app = "{name: a, app_id: '1', token: t"
-	tests := []struct{ name, doc, want string }{
-		{"zero budget", "janitor: {max_stops_per_hour: 0}\napps: [" + app + "}]",
-			"janitor.max_stops_per_hour: must be between 1 and 10000, got 0"},
-		{"negative budget", "janitor: {max_stops_per_hour: -1}\napps: [" + app + "}]",
-			"janitor.max_stops_per_hour: must be between 1 and 10000, got -1"},
-		{"huge budget", "janitor: {max_stops_per_hour: 10001}\napps: [" + app + "}]",
-			"janitor.max_stops_per_hour: must be between 1 and 10000, got 10001"},
-		{"empty alert name", "janitor: {alert_name: ''}\napps: [" + app + "}]",
-			"janitor.alert_name: must be an alert name"},
-		{"alert name with a matcher", "janitor: {alert_name: 'Duix=~.*'}\napps: [" + app + "}]",
-			"janitor.alert_name: must be an alert name"},
-		{"unknown top-level field", "janitor: {max_stops: 5}\napps: [" + app + "}]",
-			"field max_stops not found"},
-		{"budget of the wrong type", "janitor: {max_stops_per_hour: SECRET-x}\napps: [" + app + "}]",
-			"cannot unmarshal !!str into int"},
-		{"app section without an age", "apps: [" + app + ", janitor: {}}]",
-			`app "a" (apps[0]): janitor.max_session_age: must be at least 1m, got 0s`},
-		{"negative age", "apps: [" + app + ", janitor: {max_session_age: -2h}}]",
-			"janitor: not a valid duration string"},
-		{"age too short", "apps: [" + app + ", janitor: {max_session_age: 30s}}]",
-			`app "a" (apps[0]): janitor.max_session_age: must be at least 1m, got 30s`},
-		{"age without a unit", "apps: [" + app + ", janitor: {max_session_age: 7200}}]",
-			"janitor: not a valid duration string"},
-		{"unknown app field", "apps: [" + app + ", janitor: {max_session_age: 2h, dry_run: true}}]",
-			"field dry_run not found"},
-		{"app section of the wrong type", "apps: [" + app + ", janitor: yes}]",
-			"cannot unmarshal !!bool into an app's janitor section"},
+	// The top-level section and the app's, each left empty when "".
+	tests := []struct{ name, top, app, want string }{
+		{"zero budget", "{max_stops_per_hour: 0}", "", "janitor.max_stops_per_hour: must be between 1 and 10000, got 0"},
+		{"negative budget", "{max_stops_per_hour: -1}", "", "janitor.max_stops_per_hour: must be between 1 and 10000, got -1"},
+		{"huge budget", "{max_stops_per_hour: 10001}", "", "janitor.max_stops_per_hour: must be between 1 and 10000, got 10001"},
+		{"empty alert name", "{alert_name: ''}", "", "janitor.alert_name: must be an alert name"},
+		{"alert name with a matcher", "{alert_name: 'Duix=~.*'}", "", "janitor.alert_name: must be an alert name"},
+		{"unknown top-level field", "{max_stops: 5}", "", "field max_stops not found"},
+		{"budget of the wrong type", "{max_stops_per_hour: SECRET-x}", "", "cannot unmarshal !!str into int"},
+		{"app section without an age", "", "{}", `app "a" (apps[0]): janitor.max_session_age: must be at least 1m, got 0s`},
+		{"negative age", "", "{max_session_age: -2h}", "janitor: not a valid duration string"},
+		{"age too short", "", "{max_session_age: 30s}", `app "a" (apps[0]): janitor.max_session_age: must be at least 1m, got 30s`},
+		{"age without a unit", "", "{max_session_age: 7200}", "janitor: not a valid duration string"},
+		{"unknown app field", "", "{max_session_age: 2h, dry_run: true}", "field dry_run not found"},
+		{"app section of the wrong type", "", "yes", "cannot unmarshal !!bool into an app's janitor section"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(tt.doc), "")
+			doc := "janitor: " + tt.top + "\napps: [{name: a, app_id: '1', token: t, janitor: " + tt.app + "}]"
+			_, err := Parse([]byte(doc), "")
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
 			assert.NotContains(t, err.Error(), "SECRET")

@@ -26,8 +26,10 @@
 // Refusals are HTTP 401 (invalid, expired or unknown-app token) and HTTP 403
 // (valid token, appId parameter of another app).
 //
-// The model is independent of any client code: it has its own record types
-// whose JSON tags mirror the platform's field names. Applications,
+// The model is independent of any client code: a conversation's answer is
+// the platform's documented sample record (conversation.json) with the
+// conversation's own values put in, and the other answers are written by
+// hand in the platform's field names and order. Applications,
 // conversations and sessions are managed through the Go API (AddApp,
 // AddConversation, StartSession, ForceSession, EndSession, …). Latency can
 // be added per application and per endpoint with SetLatency, and every

@@ -3,7 +3,6 @@ package simulator
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"sort"
 	"sync"
@@ -174,8 +173,8 @@ func (s *Simulator) SetAllowance(appID string, n int) error {
 }
 
 // AddConversation stores a conversation of an app, replacing one with the
-// same ID. An empty CorpID is filled with the app's; nil lists are sent as
-// empty arrays. The record is copied: later changes to c have no effect.
+// same ID. An empty CorpID is filled with the app's. The record is copied:
+// later changes to c have no effect.
 func (s *Simulator) AddConversation(appID string, c Conversation) error {
 	st := s.app(appID)
 	if st == nil {
@@ -187,19 +186,7 @@ func (s *Simulator) AddConversation(appID string, c Conversation) error {
 	if c.CorpID == "" {
 		c.CorpID = st.settings.Load().CorpID
 	}
-	if c.KnowledgeDtoList == nil {
-		c.KnowledgeDtoList = []map[string]any{}
-	}
-	if c.ModelDtoList == nil {
-		c.ModelDtoList = []ModelEntry{}
-	}
-	if c.ScriptDtoList == nil {
-		c.ScriptDtoList = []ScriptEntry{}
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return err
-	}
+	b := c.record()
 	st.mu.Lock()
 	if _, ok := st.convs[c.ID]; !ok {
 		st.convID = append(st.convID, c.ID)

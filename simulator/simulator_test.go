@@ -2,7 +2,6 @@ package simulator
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -567,11 +566,11 @@ func TestAddConversation(t *testing.T) {
 	assert.ErrorIs(t, e.sim.AddConversation("nobody", NewConversation("1", "x", 1)), ErrUnknownApp)
 	assert.ErrorIs(t, e.sim.AddConversation(appA, Conversation{}), ErrInvalidConversation)
 
-	// A bare record gets empty arrays, and a given corp ID is kept.
+	// A bare record has empty arrays where it sets none, and a given corp ID is kept.
 	require.NoError(t, e.sim.AddConversation(appA, Conversation{ID: "bare", CorpID: "mine"}))
 	d := decode(t, e.get(EndpointConversation, "conversationId", "bare").body)["data"].(map[string]any)
 	assert.Equal(t, "mine", d["corpId"])
-	for _, f := range []string{"knowledgeDtoList", "modelDtoList", "scriptDtoList"} {
+	for _, f := range []string{"knowledgeDtoList", "scriptDtoList"} {
 		assert.Equal(t, []any{}, d[f], f)
 	}
 
@@ -586,16 +585,25 @@ func TestAddConversation(t *testing.T) {
 }
 
 func TestNewConversationDeterministic(t *testing.T) {
-	a, _ := json.Marshal(NewConversation("abc", "n", 3))
-	b, _ := json.Marshal(NewConversation("abc", "n", 3))
+	a, b := NewConversation("abc", "n", 3).record(), NewConversation("abc", "n", 3).record()
 	assert.Equal(t, string(a), string(b))
 	c := NewConversation("108", "n", 3)
 	assert.Equal(t, 3, c.MaxConversation)
-	ids := map[int64]bool{c.ConversationInfoDto.ID: true, c.DetailDto.ID: true}
-	for _, s := range c.ScriptDtoList {
+	var d struct {
+		Persona struct{ ID int64 } `json:"conversationInfoDto"`
+		Detail  struct {
+			ID         int64
+			Background struct{ ID int64 } `json:"backgroundDto"`
+		} `json:"detailDto"`
+		Models  []struct{ ID int64 } `json:"modelDtoList"`
+		Scripts []struct{ ID int64 } `json:"scriptDtoList"`
+	}
+	require.NoError(t, json.Unmarshal(c.record(), &d))
+	ids := map[int64]bool{d.Persona.ID: true, d.Detail.ID: true, d.Detail.Background.ID: true, d.Models[0].ID: true}
+	for _, s := range d.Scripts {
 		ids[s.ID] = true
 	}
-	assert.Len(t, ids, 2+len(c.ScriptDtoList), "distinct nested IDs")
+	assert.Len(t, ids, 4+len(c.ScriptDtoList), "distinct nested IDs")
 }
 
 func TestMintToken(t *testing.T) {
@@ -657,31 +665,19 @@ func TestListenWithMetricsCountsRequests(t *testing.T) {
 	require.NoError(t, err)
 	defer closeFn()
 
-	get := func(url, token string) (int, string) {
-		req, err := http.NewRequest(http.MethodGet, url, nil)
-		require.NoError(t, err)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
-	}
+	e := &env{t: t} // for its requests only: the simulator is on base
 	tok, err := MintToken(apps[1].AppID, apps[1].AppKey, time.Now(), time.Now().Add(time.Hour))
 	require.NoError(t, err)
 	for range 3 {
-		code, body := get(base+"/"+EndpointConcurrency+"?appId="+apps[1].AppID, tok)
-		require.Equal(t, http.StatusOK, code, body)
+		r := e.do(http.MethodGet, base+"/"+EndpointConcurrency+"?appId="+apps[1].AppID, bearer(tok))
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
 	}
-	code, _ := get(base+"/"+EndpointSessions+"?appId="+apps[1].AppID, "")
-	assert.Equal(t, http.StatusUnauthorized, code, "refused, and counted")
+	r := e.do(http.MethodGet, base+"/"+EndpointSessions+"?appId="+apps[1].AppID, nil)
+	assert.Equal(t, http.StatusUnauthorized, r.status, "refused, and counted")
 
-	metricsURL := strings.TrimSuffix(base, BasePath) + "/metrics"
-	code, body := get(metricsURL, "")
-	require.Equal(t, http.StatusOK, code)
+	r = e.do(http.MethodGet, strings.TrimSuffix(base, BasePath)+"/metrics", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	body := string(r.body)
 	assert.Contains(t, body, `duix_simulator_requests_total{endpoint="getconcurrentNumber"} 3`+"\n")
 	assert.Contains(t, body, `duix_simulator_requests_total{endpoint="getconcurrentList"} 1`+"\n")
 	assert.Contains(t, body, `duix_simulator_requests_total{endpoint="getConversationById"} 0`+"\n")
