@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logfmt/logfmt"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
@@ -60,19 +62,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// process is the exporter's binary, serving on url.
 type process struct {
-	cmd  *exec.Cmd
-	url  string
-	logs *platformtest.Buffer
-	done chan error
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
+	*platformtest.Process
+	url string
 }
 
 // startExporter runs the binary with args and waits until /-/ready answers.
@@ -92,19 +85,16 @@ func startExporter(t *testing.T, args ...string) *process {
 // ready reports true.
 func launch(t *testing.T, ready func(p *process) bool, args ...string) *process {
 	t.Helper()
-	addr := freeAddr(t)
-	p := &process{logs: &platformtest.Buffer{}, url: "http://" + addr, done: make(chan error, 1)}
-	p.cmd = exec.Command(binary, append([]string{"--web.listen-address=" + addr}, args...)...)
-	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-	require.NoError(t, p.cmd.Start())
-	go func() { p.done <- p.cmd.Wait() }()
+	addr := platformtest.FreeAddr(t)
+	proc, err := platformtest.StartProcess("exporter", exec.Command(binary, append([]string{"--web.listen-address=" + addr}, args...)...))
+	require.NoError(t, err)
+	p := &process{Process: proc, url: "http://" + addr}
 	t.Cleanup(func() { p.stop(t) })
 	deadline := time.Now().Add(hangTimeout)
 	for time.Now().Before(deadline) {
 		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("exporter exited early: %v\n%s", err, p.logs)
+		case <-p.Done():
+			t.Fatalf("exporter exited early: %v\n%s", p.Err(), p.Out.String())
 		default:
 		}
 		if ready(p) {
@@ -112,25 +102,20 @@ func launch(t *testing.T, ready func(p *process) bool, args ...string) *process 
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("exporter not ready after %s:\n%s", hangTimeout, p.logs)
+	t.Fatalf("exporter not ready after %s:\n%s", hangTimeout, p.Out.String())
 	return nil
 }
 
-// stop sends SIGTERM and requires a clean exit (the wait for it is bounded
-// by the shutdown bound and hangTimeout, to detect a hang only).
+// stop sends SIGTERM, unless the process has exited already, and asserts a
+// clean exit (the wait for it is bounded by the shutdown bound and
+// hangTimeout, to detect a hang only; then the process is killed).
 func (p *process) stop(t *testing.T) {
-	if p.cmd.ProcessState != nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-p.done:
-		p.done <- err
-		assert.NoError(t, err, "exit status after SIGTERM")
-	case <-time.After(web.ShutdownTimeout + hangTimeout):
-		_ = p.cmd.Process.Kill()
-		t.Errorf("exporter did not stop within %s of SIGTERM:\n%s", web.ShutdownTimeout+hangTimeout, p.logs)
+	case <-p.Done():
+		return
+	default:
 	}
+	assert.NoError(t, p.Stop(web.ShutdownTimeout+hangTimeout), "exit status after SIGTERM:\n%s", p.Out.String())
 }
 
 func (p *process) get(t *testing.T, path string) (int, string) {
@@ -321,14 +306,14 @@ func TestReloadKeepsTheRunningConfigWhenTheNewOneIsBad(t *testing.T) {
 
 	two := good + "  - name: two\n    app_id: \"2\"\n    app_key: KEY-reload-test-0002\n"
 	require.NoError(t, os.WriteFile(cfgPath, []byte(two), 0o600))
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+	require.NoError(t, p.Cmd.Process.Signal(syscall.SIGHUP))
 	require.Eventually(t, func() bool { return gauge() == 1 }, hangTimeout, 50*time.Millisecond, "the reload by SIGHUP succeeds")
 	_, body = p.get(t, "/metrics")
 	assert.Contains(t, body, `duix_up{app="two"}`)
 
 	code, _ := p.get(t, "/-/reload")
 	assert.Equal(t, http.StatusMethodNotAllowed, code)
-	assert.NotContains(t, p.logs.String(), "KEY-reload-test", "keys never reach the logs")
+	assert.NotContains(t, p.Out.String(), "KEY-reload-test", "keys never reach the logs")
 }
 
 // Every flag of the exporter and of its simulator command is documented.
@@ -386,4 +371,152 @@ func TestRuntimeSettingsUnlessToldOtherwise(t *testing.T) {
 	require.ErrorAs(t, err, &ee, "a negative value is refused: %s", out)
 	assert.Equal(t, 2, ee.ExitCode())
 	assert.Contains(t, string(out), "--runtime.gomaxprocs must be 0 or more, got -1")
+}
+
+// logLine is one log line: its keys in the order of the text, and values.
+type logLine struct {
+	keys   []string
+	values map[string]string
+}
+
+// parseLines parses the log lines of out, in format.
+func parseLines(t *testing.T, format, out string) []logLine {
+	t.Helper()
+	var lines []logLine
+	if format == "logfmt" {
+		d := logfmt.NewDecoder(strings.NewReader(out))
+		for d.ScanRecord() {
+			l := logLine{values: map[string]string{}}
+			for d.ScanKeyval() {
+				l.keys = append(l.keys, string(d.Key()))
+				l.values[string(d.Key())] = string(d.Value())
+			}
+			lines = append(lines, l)
+		}
+		require.NoError(t, d.Err())
+		return lines
+	}
+	for _, text := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(text), &m), "not JSON: %s", text)
+		l := logLine{values: map[string]string{}}
+		for k, v := range m {
+			l.keys = append(l.keys, k)
+			l.values[k] = fmt.Sprint(v)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+func TestEveryLogLineHasTheSameLeadingKeys(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, _ := selfSigned(t, dir)
+	webConfig := filepath.Join(dir, "web.yml")
+	require.NoError(t, os.WriteFile(webConfig, []byte(fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\n", certFile, keyFile)), 0o600))
+
+	for _, format := range []string{"logfmt", "json"} {
+		t.Run(format, func(t *testing.T) {
+			ready := func(p *process) bool {
+				conn, err := net.Dial("tcp", strings.TrimPrefix(p.url, "http://"))
+				if err != nil {
+					return false
+				}
+				conn.Close()
+				return true
+			}
+			p := launch(t, ready, "--demo", "--log.level=debug", "--log.format="+format, "--web.config.file="+webConfig)
+			// A failed TLS handshake: the HTTP server's own log line.
+			conn, err := net.Dial("tcp", strings.TrimPrefix(p.url, "http://"))
+			require.NoError(t, err)
+			_, err = conn.Write([]byte("not a TLS handshake\r\n\r\n"))
+			require.NoError(t, err)
+			// Wait for the server to give up on it (our deadline only
+			// bounds a server that does not).
+			_ = conn.SetReadDeadline(time.Now().Add(hangTimeout))
+			_, _ = conn.Read(make([]byte, 64))
+			conn.Close()
+			require.Eventually(t, func() bool { return strings.Contains(p.Out.String(), "TLS handshake error") }, hangTimeout, 20*time.Millisecond)
+			require.NoError(t, p.Stop(hangTimeout), "exit status after SIGTERM (killed if still running after %s):\n%s", hangTimeout, p.Out.String())
+
+			out := p.Out.String()
+			for _, want := range []string{"Starting duix_exporter", "Listening on", "TLS handshake error", "Shutting down"} {
+				assert.Contains(t, out, want, "the exporter's, exporter-toolkit's and net/http's lines are all there")
+			}
+			lines := parseLines(t, format, out)
+			require.GreaterOrEqual(t, len(lines), 6, out)
+			callers := map[string]bool{}
+			for i, l := range lines {
+				require.GreaterOrEqual(t, len(l.keys), 4, "line %d:\n%s", i, out)
+				if format == "logfmt" {
+					assert.Equal(t, []string{"ts", "caller", "level", "msg"}, l.keys[:4], "line %d:\n%s", i, out)
+				}
+				assert.Subset(t, l.keys, []string{"ts", "caller", "level", "msg"}, "line %d:\n%s", i, out)
+				assert.NotContains(t, l.keys, "time", "one timestamp, ts: line %d:\n%s", i, out)
+				_, err := time.Parse(time.RFC3339Nano, l.values["ts"])
+				assert.NoError(t, err, "line %d:\n%s", i, out)
+				assert.Regexp(t, `^[a-z0-9_]+\.go:[0-9]+$`, l.values["caller"], "line %d", i)
+				callers[strings.Split(l.values["caller"], ":")[0]] = true
+			}
+			// The call sites: the exporter's, exporter-toolkit's and
+			// net/http's, never the loggers' own.
+			assert.Contains(t, callers, "serve.go", callers)
+			assert.Contains(t, callers, "tls_config.go", callers)
+			for _, own := range []string{"log.go", "value.go", "level.go", "handler.go", "main.go"} {
+				assert.NotContains(t, callers, own, callers)
+			}
+		})
+	}
+}
+
+// With --janitor.listen-address, the janitor serves Alertmanager's webhook
+// on its own listener, the metrics listener stays read-only, and the
+// landing page says that the janitor is on and shows its decisions.
+func TestJanitorListenerAndLandingPage(t *testing.T) {
+	t.Parallel()
+	addr := platformtest.FreeAddr(t)
+	p := startExporter(t, "--demo", "--janitor.listen-address="+addr)
+
+	_, page := p.get(t, "/")
+	assert.Contains(t, page, `id="janitor"`, "the landing page says the janitor is on")
+	assert.Contains(t, page, "No decision yet.")
+
+	post := func(url string) (int, string) {
+		t.Helper()
+		payload := `{"version":"4","status":"firing","receiver":"duix-janitor","groupLabels":{},"commonLabels":{},` +
+			`"commonAnnotations":{},"externalURL":"http://am:9093","groupKey":"{}","truncatedAlerts":0,"alerts":[{"status":"firing",` +
+			`"labels":{"alertname":"DuixSessionStuck","app":"support-desk","severity":"warning"},"annotations":{},` +
+			`"startsAt":"` + time.Now().Add(-time.Hour).UTC().Format(time.RFC3339) + `","endsAt":"0001-01-01T00:00:00Z","generatorURL":"","fingerprint":"f"}]}`
+		resp, err := http.Post(url, "application/json", strings.NewReader(payload))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	code, _ := post(p.url + "/webhook")
+	assert.Equal(t, http.StatusNotFound, code, "the metrics listener has no webhook")
+
+	// The demo's apps do not opt in: nothing is stopped, and the answer,
+	// the metrics and the landing page say why.
+	code, answer := post("http://" + addr + "/webhook")
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Contains(t, answer, `app "support-desk" has not opted in`)
+	_, metrics := p.get(t, "/metrics")
+	assert.Regexp(t, `(?m)^duix_janitor_refusals_total\{reason="not_opted_in"\} 1$`, metrics)
+	assert.Regexp(t, `(?m)^duix_janitor_webhook_requests_total\{outcome="handled"\} 1$`, metrics)
+	_, page = p.get(t, "/")
+	assert.NotContains(t, page, "No decision yet.")
+	assert.Regexp(t, `<td>support-desk</td>.*not_opted_in`, page)
+}
+
+// Without the flag there is no janitor: no listener, no metrics, nothing on
+// the landing page.
+func TestJanitorOffByDefault(t *testing.T) {
+	t.Parallel()
+	p := startExporter(t, "--demo")
+	_, page := p.get(t, "/")
+	assert.NotContains(t, page, `id="janitor"`)
+	_, metrics := p.get(t, "/metrics")
+	assert.NotContains(t, metrics, "duix_janitor_")
 }

@@ -404,10 +404,10 @@ func TestSecretsNeverLeak(t *testing.T) {
 		require.NoError(t, os.WriteFile(e.good, []byte(content), 0o600))
 		code, _ := fetch(t, tr, p, http.MethodPost, "/-/reload")
 		assert.Equal(t, http.StatusInternalServerError, code, name)
-		require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+		require.NoError(t, p.Cmd.Process.Signal(syscall.SIGHUP))
 	}
 	require.NoError(t, os.WriteFile(e.good, []byte(e.config("")), 0o600))
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+	require.NoError(t, p.Cmd.Process.Signal(syscall.SIGHUP))
 	code, _ = fetch(t, tr, p, http.MethodPost, "/-/reload")
 	assert.Equal(t, http.StatusOK, code)
 	fetch(t, tr, p, http.MethodGet, "/metrics")
@@ -417,7 +417,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	e.operatorCommands(t, tr)
 
 	p.stop(t)
-	tr.add("exporter log", p.logs.String())
+	tr.add("exporter log", p.Out.String())
 
 	// What must never appear.
 	secrets := map[string]string{

@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -143,8 +142,8 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, code, q)
 		assert.NotContains(t, body, "duix_up", q)
 	}
-	assert.NotContains(t, p.logs.String(), password)
-	assert.NotContains(t, p.logs.String(), string(hash))
+	assert.NotContains(t, p.Out.String(), password)
+	assert.NotContains(t, p.Out.String(), string(hash))
 }
 
 func readyPlain(p *process) bool {
@@ -160,13 +159,19 @@ func TestRequestLimits(t *testing.T) {
 	t.Parallel()
 	p := launch(t, readyPlain, "--demo")
 	addr := strings.TrimPrefix(p.url, "http://")
+	// dial connects to the exporter, closes the connection when the test
+	// ends and gives up on it after bound (to detect a hang only).
+	dial := func(t *testing.T, bound time.Duration) net.Conn {
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { conn.Close() })
+		require.NoError(t, conn.SetDeadline(time.Now().Add(bound)))
+		return conn
+	}
 
 	t.Run("a 1 MiB header gets 431", func(t *testing.T) {
 		t.Parallel()
-		conn, err := net.Dial("tcp", addr)
-		require.NoError(t, err)
-		defer conn.Close()
-		require.NoError(t, conn.SetDeadline(time.Now().Add(hangTimeout)))
+		conn := dial(t, hangTimeout)
 		go func() {
 			// The server answers before it has read all of this, and
 			// hangs up: the write may fail.
@@ -180,10 +185,7 @@ func TestRequestLimits(t *testing.T) {
 
 	t.Run("a body is not read", func(t *testing.T) {
 		t.Parallel()
-		conn, err := net.Dial("tcp", addr)
-		require.NoError(t, err)
-		defer conn.Close()
-		require.NoError(t, conn.SetDeadline(time.Now().Add(hangTimeout)))
+		conn := dial(t, hangTimeout)
 		const size = 256 << 20
 		type written struct {
 			n   int64
@@ -216,14 +218,11 @@ func TestRequestLimits(t *testing.T) {
 
 	t.Run("headers that never end are cut off", func(t *testing.T) {
 		t.Parallel()
-		conn, err := net.Dial("tcp", addr)
-		require.NoError(t, err)
-		defer conn.Close()
 		// The server's ReadHeaderTimeout cuts the client off; our own
 		// deadline, far beyond it, only detects a server that does not.
 		bound := web.ReadHeaderTimeout + hangTimeout
-		require.NoError(t, conn.SetDeadline(time.Now().Add(bound)))
-		_, err = fmt.Fprintf(conn, "GET /metrics HTTP/1.1\r\nHost: %s\r\n", addr)
+		conn := dial(t, bound)
+		_, err := fmt.Fprintf(conn, "GET /metrics HTTP/1.1\r\nHost: %s\r\n", addr)
 		require.NoError(t, err)
 		closed := make(chan error, 1)
 		go func() {
@@ -287,17 +286,9 @@ func TestSIGTERMStopsWithinTheBound(t *testing.T) {
 	require.Eventually(t, func() bool { return sim.Requests(simulator.EndpointConcurrency) > 0 }, hangTimeout, 20*time.Millisecond)
 
 	start := time.Now()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case err := <-p.done:
-		p.done <- err
-		took := time.Since(start)
-		assert.NoError(t, err, "exit status 0")
-		t.Logf("stopped %s after SIGTERM with a scrape in flight (bound %s)", took.Round(10*time.Millisecond), web.ShutdownTimeout)
-	case <-time.After(web.ShutdownTimeout + hangTimeout):
-		_ = p.cmd.Process.Kill()
-		t.Fatalf("still running %s after SIGTERM:\n%s", web.ShutdownTimeout+hangTimeout, p.logs)
-	}
+	bound := web.ShutdownTimeout + hangTimeout
+	require.NoError(t, p.Stop(bound), "exit status 0 after SIGTERM (killed if still running after %s):\n%s", bound, p.Out.String())
+	t.Logf("stopped %s after SIGTERM with a scrape in flight (bound %s)", time.Since(start).Round(10*time.Millisecond), web.ShutdownTimeout)
 	select {
 	case err := <-scrape:
 		// The process is gone: the scrape was cut off (an error, or an
@@ -306,7 +297,7 @@ func TestSIGTERMStopsWithinTheBound(t *testing.T) {
 	case <-time.After(hangTimeout):
 		t.Error("the in-flight scrape did not end with the process")
 	}
-	logs := p.logs.String()
+	logs := p.Out.String()
 	assert.Contains(t, logs, "Shutting down")
 	assert.Contains(t, logs, "Graceful shutdown timed out", "the bound ended the shutdown, not the scrape")
 }

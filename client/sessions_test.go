@@ -1,7 +1,15 @@
 package client_test
 
 import (
+	"bytes"
+	"cmp"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duix-exporter/duix_exporter/client"
+	"github.com/duix-exporter/duix_exporter/config"
+	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
 func decodeList(t *testing.T, data string) ([]client.Session, error) {
@@ -88,4 +98,179 @@ func TestDecodeSessionListKeepsRawOnlyWhenAsked(t *testing.T) {
 	assert.Equal(t, rec, string(kept.Raw))
 	assert.Nil(t, dropped.Raw)
 	assert.Equal(t, "a", dropped.ID)
+}
+
+// sessionList returns a simulator whose app has n active sessions spread
+// over 7 conversations.
+func sessionList(tb testing.TB, n int) *simulator.Simulator {
+	tb.Helper()
+	sim := simulator.New()
+	sim.AddApp(simulator.App{ID: appID, Key: appKey, CorpID: "corp-7", Allowance: n})
+	for i := range n {
+		_, err := sim.StartSession(appID, fmt.Sprintf("10%d", i%7))
+		require.NoError(tb, err)
+	}
+	return sim
+}
+
+// clientFor returns a client of the app at base, accepting answers of up
+// to maxBytes.
+func clientFor(tb testing.TB, base string, maxBytes int64) *client.Client {
+	tb.Helper()
+	cfg := &config.Config{API: config.DefaultAPI, Apps: []config.App{{Name: "a", AppID: appID, AppKey: appKey}}}
+	cfg.API.BaseURL, cfg.API.MaxResponseBytes = base+simulator.BasePath, maxBytes
+	p, err := client.NewPool(cfg, client.PoolOptions{})
+	require.NoError(tb, err)
+	tb.Cleanup(p.Close)
+	return p.Client("a")
+}
+
+func countSessions(c *client.Client, each func(seen int)) (int, error) {
+	seen := 0
+	err := c.EachSession(context.Background(), client.SessionOptions{}, func(client.Session) error {
+		seen++
+		each(seen)
+		return nil
+	})
+	return seen, err
+}
+
+// BenchmarkSessionListDecoding counts session lists of 10, 10 000 and
+// 100 000 entries through the real client (envelope, streaming decoder,
+// callback), the simulator's answer replayed from memory on loopback.
+func BenchmarkSessionListDecoding(b *testing.B) {
+	for _, n := range []int{10, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
+			sim := sessionList(b, n)
+			tok, err := simulator.MintToken(appID, appKey, time.Now(), time.Now().Add(time.Hour))
+			require.NoError(b, err)
+			req := httptest.NewRequest(http.MethodGet, simulator.BasePath+"/"+simulator.EndpointSessions+"?appId="+appID, nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			rec := httptest.NewRecorder()
+			sim.ServeHTTP(rec, req)
+			require.Equal(b, http.StatusOK, rec.Code)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(rec.Body.Bytes()) }))
+			b.Cleanup(srv.Close)
+			c := clientFor(b, srv.URL, 1<<30)
+
+			b.SetBytes(int64(rec.Body.Len()))
+			b.ReportAllocs()
+			for b.Loop() {
+				if got, err := countSessions(c, func(int) {}); err != nil || got != n {
+					b.Fatalf("counted %d of %d: %v", got, n, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/entry")
+		})
+	}
+}
+
+// TestCountingALongSessionListKeepsTheHeapFlat counts a 20 000-entry list
+// (about 3.6 MB of JSON) through the real client against the simulator on
+// loopback, and checks that the live heap never grows by 1 MiB: the list is
+// streamed, never held. The live heap is measured after a collection every
+// 2 000 entries and at the end, against the heap before the call; the
+// simulator's own copy of the list and the connection exist before.
+func TestCountingALongSessionListKeepsTheHeapFlat(t *testing.T) {
+	const n = 20_000
+	srv := httptest.NewServer(sessionList(t, n))
+	t.Cleanup(srv.Close)
+	c := clientFor(t, srv.URL, 1<<30)
+	got, err := countSessions(c, func(int) {}) // the simulator's snapshot of the list, the connection
+	require.NoError(t, err)
+	require.Equal(t, n, got)
+
+	var ms runtime.MemStats
+	live := func() int64 {
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	before := live()
+	var growth int64
+	got, err = countSessions(c, func(seen int) {
+		if seen%2_000 == 0 {
+			growth = max(growth, live()-before)
+		}
+	})
+	growth = max(growth, live()-before)
+	require.NoError(t, err)
+	require.Equal(t, n, got)
+	t.Logf("live heap growth while counting %d sessions: %d bytes", n, growth)
+	assert.Less(t, growth, int64(1<<20), "the list is streamed, never held")
+}
+
+// endless answers an endless JSON document whose start is prefix, then
+// fill repeated.
+func endless(prefix, fill string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, prefix)
+		chunk := bytes.Repeat([]byte(fill), 32<<10)
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// The memory a call holds is bounded by max_response_bytes: whatever the
+// platform sends, decoding allocates at most config.DecodeFactor times
+// max_response_bytes (the sizing rule of config.API.MemoryNeeded). The
+// worst case is one long value, which encoding/json buffers whole, endless
+// or decoded; every allocation is counted, garbage included, so the figure
+// bounds the peak from above.
+func TestACallAllocatesAtMostDecodeFactorTimesMaxResponseBytes(t *testing.T) {
+	const limit = 2 << 20
+	for _, tc := range []struct{ name, prefix, suffix, fill string }{
+		{"message", `{"success":true,"message":"`, "", ""},
+		{"other member", `{"success":true,"extra":["`, "", ""},
+		{"concurrency", `{"success":true,"data":{"cropId":"`, "", ""},
+		{"conversation", `{"success":true,"data":{"id":"1","conversationName":"`, "", ""},
+		{"session", `{"success":true,"data":[{"uuid":"`, "", ""},
+		{"session list", `{"success":true,"data":{"list":[{"other":"`, "", ""},
+		{"whole conversation", `{"success":true,"data":{"id":"1","conversationName":"`, `"}}`, ""},
+		{"whole session", `{"success":true,"data":[{"uuid":"`, `"}]}`, ""},
+		{"whole session by ID", `{"success":true,"data":["`, `"]}`, ""},
+		{"nested other member", `{"success":true,"extra":`, "", "["},
+		{"nested session list member", `{"success":true,"data":{"other":`, "", "{\"a\":"},
+		{"nested conversation", `{"success":true,"data":{"id":"1","other":`, "", "["},
+		{"nested session", `{"success":true,"data":[`, "", "["},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := endless(tc.prefix, cmp.Or(tc.fill, "x"))
+			if tc.suffix != "" {
+				body := tc.prefix + strings.Repeat("x", limit-len(tc.prefix)-len(tc.suffix)) + tc.suffix
+				h = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, body) })
+			}
+			srv := httptest.NewServer(h)
+			t.Cleanup(srv.Close)
+			c := clientFor(t, srv.URL, limit)
+			var ms runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			before := ms.TotalAlloc
+			var err error
+			switch {
+			case strings.Contains(tc.name, "session"):
+				_, err = allSessions(c)
+			case strings.Contains(tc.name, "conversation"):
+				_, err = c.Conversation(context.Background(), "1")
+			default:
+				_, err = c.Concurrency(context.Background())
+			}
+			runtime.ReadMemStats(&ms)
+			allocated := ms.TotalAlloc - before
+			if tc.fill != "" { // refused at a depth encoding/json would refuse too, or at the cap
+				assert.Equal(t, client.ReasonDecode, client.Reason(err))
+			} else if tc.suffix == "" {
+				assert.ErrorIs(t, err, client.ErrBodyTooLarge)
+				assert.Equal(t, client.ReasonDecode, client.Reason(err))
+			} else {
+				assert.NoError(t, err, "an answer of max_response_bytes is read")
+			}
+			t.Logf("%s: %.2f x max_response_bytes allocated", tc.name, float64(allocated)/limit)
+			assert.LessOrEqual(t, allocated, uint64(config.DecodeFactor*limit))
+		})
+	}
 }

@@ -141,6 +141,14 @@ func (s *server) get(t *testing.T, path string, header ...string) (int, string) 
 	return s.do(t, http.MethodGet, path, header...)
 }
 
+// scrape gets path, requires a 200 and returns its samples.
+func (s *server) scrape(t *testing.T, path string, header ...string) map[string]map[string]float64 {
+	t.Helper()
+	code, body := s.get(t, path, header...)
+	require.Equal(t, http.StatusOK, code)
+	return samples(t, body)
+}
+
 // samples parses an exposition into family name -> labels -> value, the
 // labels written as name=value joined by commas.
 func samples(t *testing.T, body string) map[string]map[string]float64 {

@@ -54,9 +54,7 @@ func TestLandingPageInChromium(t *testing.T) {
 		assert.Equal(t, "not scraped yet", cells[1].text, app)
 	}
 
-	code, body := s.get(t, "/metrics")
-	require.Equal(t, http.StatusOK, code)
-	metrics := samples(t, body)
+	metrics := s.scrape(t, "/metrics")
 
 	dom := runChromium(t, chromium, s.url+"/", "--dump-dom")
 	require.NoError(t, os.MkdirAll(artifactDir, 0o755))

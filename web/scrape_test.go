@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -21,9 +22,7 @@ import (
 func TestMetricsServesEveryAppWithTheProcessMetrics(t *testing.T) {
 	p := startPlatform(t)
 	s := serve(t, p.config, Options{})
-	code, body := s.get(t, "/metrics")
-	require.Equal(t, http.StatusOK, code)
-	m := samples(t, body)
+	m := s.scrape(t, "/metrics")
 	for _, app := range []string{"support-desk", "sales-avatar", "museum-guide"} {
 		assert.Equal(t, 1.0, m["duix_up"]["app="+app], app)
 	}
@@ -39,9 +38,7 @@ func TestMetricsServesEveryAppWithTheProcessMetrics(t *testing.T) {
 func TestProbeServesOneApp(t *testing.T) {
 	p := startPlatform(t)
 	s := serve(t, p.config, Options{})
-	code, body := s.get(t, "/probe?app=museum-guide")
-	require.Equal(t, http.StatusOK, code)
-	m := samples(t, body)
+	m := s.scrape(t, "/probe?app=museum-guide")
 	assert.Equal(t, map[string]float64{"app=museum-guide": 1}, m["duix_up"])
 	assert.NotContains(t, m, "go_goroutines", "only the app's metrics")
 	assert.NotContains(t, m, "duix_api_requests_total")
@@ -84,9 +81,7 @@ func TestScrapeTimeoutGivesUpZeroWithReasonTimeout(t *testing.T) {
 	p := startPlatform(t)
 	s := serve(t, p.config, Options{TimeoutOffset: 500 * time.Millisecond})
 	p.sim.SetLatency(p.id("museum-guide"), "", time.Hour)
-	code, body := s.get(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", "2.5")
-	require.Equal(t, http.StatusOK, code)
-	m := samples(t, body)
+	m := s.scrape(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", "2.5")
 	assert.Equal(t, 1.0, m["duix_up"]["app=support-desk"])
 	assert.Equal(t, 1.0, m["duix_up"]["app=sales-avatar"])
 	assert.Equal(t, 0.0, m["duix_up"]["app=museum-guide"])
@@ -128,9 +123,7 @@ func TestBadScrapeTimeoutHeaderIsRefused(t *testing.T) {
 	assert.Zero(t, p.sim.Requests(simulator.EndpointSessions))
 
 	// Nothing was counted against the platform.
-	code, body = s.get(t, "/metrics")
-	require.Equal(t, http.StatusOK, code)
-	m := samples(t, body)
+	m := s.scrape(t, "/metrics")
 	for labels, v := range m["duix_scrape_errors_total"] {
 		assert.Zero(t, v, labels)
 	}
@@ -295,4 +288,62 @@ func TestSimultaneousScrapesCostOneSetOfCalls(t *testing.T) {
 	}
 	assert.Equal(t, int64(3), p.sim.Requests(simulator.EndpointConcurrency), "one call per app for both scrapes")
 	assert.LessOrEqual(t, p.sim.Requests(simulator.EndpointSessions), int64(3))
+}
+
+func TestReload(t *testing.T) {
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{})
+	code, body := s.do(t, http.MethodPost, "/-/reload")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "Configuration reloaded\n", body)
+	code, _ = s.do(t, http.MethodPut, "/-/reload")
+	assert.Equal(t, http.StatusOK, code)
+
+	code, _ = s.get(t, "/-/reload")
+	assert.Equal(t, http.StatusMethodNotAllowed, code)
+
+	require.NoError(t, os.WriteFile(p.config, []byte("apps: [\n"), 0o600))
+	code, _ = s.do(t, http.MethodPost, "/-/reload")
+	assert.Equal(t, http.StatusInternalServerError, code)
+	_, body = s.get(t, "/metrics")
+	m := samples(t, body)
+	assert.Equal(t, 0.0, m["duix_exporter_config_last_reload_successful"][""])
+	assert.Equal(t, 1.0, m["duix_up"]["app=museum-guide"], "the previous configuration stays in use")
+}
+
+func TestFailedReloadSaysWhereToLookNotWhy(t *testing.T) {
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{})
+	good, err := os.ReadFile(p.config)
+	require.NoError(t, err)
+	for name, baseURL := range map[string]string{
+		"a password and a bad escape": "http://user:SECRET-pass-4f1e@127.0.0.1:1/%zz",
+		"a secret in the path":        "http://127.0.0.1:1/SECRET-path-9c2d?x=1",
+	} {
+		cfg := strings.Replace(string(good), p.base, baseURL, 1)
+		require.NotEqual(t, string(good), cfg)
+		require.NoError(t, os.WriteFile(p.config, []byte(cfg), 0o600))
+		code, body := s.do(t, http.MethodPost, "/-/reload")
+		assert.Equal(t, http.StatusInternalServerError, code, name)
+		assert.Contains(t, body, "Reloading the configuration failed", name)
+		assert.Contains(t, body, "log", name)
+		assert.Contains(t, body, "duix_exporter_config_last_reload_successful", name)
+		for _, never := range []string{"SECRET", "%zz", "invalid URL escape", "query", "base_url", p.config} {
+			assert.NotContains(t, body, never, name)
+		}
+	}
+	logs := s.logs.String()
+	assert.Contains(t, logs, "api.base_url: not a valid absolute URL", "the log says why")
+	assert.Contains(t, logs, "must not have a query")
+	assert.NotContains(t, logs, "SECRET-pass", "a password in base_url is not logged either")
+}
+
+func TestABadTelemetryPathIsAnError(t *testing.T) {
+	exp := newTestExporter(t, startPlatform(t))
+	for _, path := range []string{"metrics", "", "/probe", "/-/reload", "/a b"} {
+		_, err := NewHandler(exp, nil, func() error { return nil }, Options{TelemetryPath: path})
+		assert.ErrorContains(t, err, "telemetry path", path)
+	}
+	_, err := NewHandler(exp, nil, func() error { return nil }, Options{TelemetryPath: "/custom/metrics"})
+	assert.NoError(t, err)
 }

@@ -6,8 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -18,14 +22,17 @@ import (
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	toolkit "github.com/prometheus/exporter-toolkit/web"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/duix-exporter/duix_exporter/client"
 	"github.com/duix-exporter/duix_exporter/config"
 	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/operator/janitor"
 	"github.com/duix-exporter/duix_exporter/simulator"
+	"github.com/duix-exporter/duix_exporter/web"
 )
 
 // The apps of the tests: kiosk and lobby opt in with a max_session_age of
@@ -162,6 +169,19 @@ func (f *fixture) post(body string) (int, string) {
 	return rec.Code, rec.Body.String()
 }
 
+// postStuck posts a firing DuixSessionStuck alert for each app, requires
+// the status want and returns the answer.
+func (f *fixture) postStuck(want int, apps ...string) string {
+	f.t.Helper()
+	alerts := make([]webhookAlert, len(apps))
+	for i, app := range apps {
+		alerts[i] = stuck(app)
+	}
+	code, answer := f.post(payload(f.t, alerts...))
+	require.Equal(f.t, want, code, answer)
+	return answer
+}
+
 // counter returns the value of a janitor counter.
 func (f *fixture) counter(name, label, value string) float64 {
 	f.t.Helper()
@@ -245,8 +265,7 @@ func TestStopsOnlyOldSessionsOfTheAlertedApp(t *testing.T) {
 	young := f.session("kiosk", 10*time.Minute)
 	lobbyOld := f.session("lobby", 3*time.Hour)
 
-	code, answer := f.post(payload(t, stuck("kiosk")))
-	require.Equal(t, http.StatusOK, code, answer)
+	answer := f.postStuck(http.StatusOK, "kiosk")
 	assert.Contains(t, answer, `app "kiosk": stopped 1 of 1 session(s) older than 1h`)
 	assert.Equal(t, []string{young}, f.listed("kiosk"), "the old session is stopped, the young one kept")
 	assert.Equal(t, []string{lobbyOld}, f.listed("lobby"), "another app is not touched without its own alert")
@@ -318,8 +337,7 @@ func TestUnknownAppRefusesTheWholeRequest(t *testing.T) {
 	f.session("kiosk", 3*time.Hour)
 	long := strings.Repeat("x", 500)
 	for _, app := range []string{"elsewhere", long, ""} {
-		code, answer := f.post(payload(t, stuck("kiosk"), stuck(app)))
-		require.Equal(t, http.StatusUnprocessableEntity, code, answer)
+		answer := f.postStuck(http.StatusUnprocessableEntity, "kiosk", app)
 		assert.Len(t, f.listed("kiosk"), 1, "the known app of the same request is not acted on either")
 		assert.NotContains(t, answer, long)
 	}
@@ -364,8 +382,7 @@ func TestFirstSeenWhenTheRecordHasNoStart(t *testing.T) {
 	f.src.seen["kiosk/"+seenLongAgo] = f.now().Add(-90 * time.Minute)
 	f.src.seen["kiosk/"+seenLately] = f.now().Add(-5 * time.Minute)
 
-	code, answer := f.post(payload(t, stuck("kiosk")))
-	require.Equal(t, http.StatusOK, code, answer)
+	answer := f.postStuck(http.StatusOK, "kiosk")
 	assert.ElementsMatch(t, []string{seenLately, unseen}, f.listed("kiosk"))
 	assert.Contains(t, answer, "1 younger, 1 without a known start")
 	assert.Regexp(t, `session=`+seenLongAgo+` age=1h30m0s`, f.logs.String())
@@ -378,15 +395,13 @@ func TestBudgetAcrossAppsSlidingWindow(t *testing.T) {
 	}
 	lobby := f.session("lobby", 2*time.Hour)
 
-	code, answer := f.post(payload(t, stuck("kiosk")))
-	require.Equal(t, http.StatusOK, code, answer)
+	answer := f.postStuck(http.StatusOK, "kiosk")
 	assert.Contains(t, answer, "stopped 2 of 3 session(s) older than 1h; 0 already stopped or gone, 1 refused by the budget of 2 an hour")
 	assert.Len(t, f.listed("kiosk"), 1)
 	assert.Equal(t, 1.0, f.refusals("budget"))
 
 	// The budget is for every app together.
-	code, answer = f.post(payload(t, stuck("lobby")))
-	require.Equal(t, http.StatusOK, code, answer)
+	answer = f.postStuck(http.StatusOK, "lobby")
 	assert.Contains(t, answer, "1 refused by the budget")
 	assert.Equal(t, []string{lobby}, f.listed("lobby"))
 	assert.Equal(t, 2.0, f.refusals("budget"))
@@ -398,8 +413,7 @@ func TestBudgetAcrossAppsSlidingWindow(t *testing.T) {
 	f.post(payload(t, stuck("lobby")))
 	assert.Equal(t, []string{lobby}, f.listed("lobby"))
 	f.advance(31 * time.Minute)
-	code, answer = f.post(payload(t, stuck("lobby"), stuck("kiosk")))
-	require.Equal(t, http.StatusOK, code, answer)
+	answer = f.postStuck(http.StatusOK, "lobby", "kiosk")
 	assert.Empty(t, f.listed("lobby"))
 	assert.Empty(t, f.listed("kiosk"))
 	assert.Equal(t, 4.0, f.stopped("kiosk")+f.stopped("lobby"))
@@ -410,8 +424,7 @@ func TestDryRunStopsNothingAndCountsOnce(t *testing.T) {
 	old := f.session("kiosk", 3*time.Hour)
 	young := f.session("kiosk", time.Minute)
 	for range 3 { // Alertmanager repeats
-		code, answer := f.post(payload(t, stuck("kiosk")))
-		require.Equal(t, http.StatusOK, code, answer)
+		answer := f.postStuck(http.StatusOK, "kiosk")
 		assert.Contains(t, answer, "dry run: would have stopped")
 	}
 	assert.Equal(t, []string{old, young}, f.listed("kiosk"))
@@ -436,8 +449,7 @@ func TestRepeatedPostsStopOnce(t *testing.T) {
 		next.ServeHTTP(w, r)
 	}
 	for range 3 {
-		code, answer := f.post(payload(t, stuck("kiosk")))
-		require.Equal(t, http.StatusOK, code, answer)
+		f.postStuck(http.StatusOK, "kiosk")
 	}
 	assert.Equal(t, int64(1), f.stops.Load(), "stopped once")
 	assert.Equal(t, []string{old}, f.listed("kiosk"))
@@ -456,16 +468,14 @@ func TestSessionGoneWhenStoppedIsNotAnError(t *testing.T) {
 			f.sim.EndSession(appID("kiosk"), old)
 		}
 	}
-	code, answer := f.post(payload(t, stuck("kiosk")))
-	require.Equal(t, http.StatusOK, code, answer)
+	answer := f.postStuck(http.StatusOK, "kiosk")
 	assert.Contains(t, answer, "stopped 0 of 1 session(s) older than 1h; 1 already stopped or gone")
 	assert.Equal(t, 0.0, f.stopped("kiosk"))
 	assert.Equal(t, 1.0, f.refusals("already_stopped"))
 	assert.Equal(t, 1.0, f.requests("handled"))
 
 	// Retried by Alertmanager: it is no longer listed, nothing to do.
-	code, _ = f.post(payload(t, stuck("kiosk")))
-	require.Equal(t, http.StatusOK, code)
+	f.postStuck(http.StatusOK, "kiosk")
 	assert.Equal(t, int64(1), f.stops.Load())
 }
 
@@ -479,16 +489,14 @@ func TestPlatformFailureAsksForARetry(t *testing.T) {
 		}
 		next.ServeHTTP(w, r)
 	}
-	code, answer := f.post(payload(t, stuck("kiosk")))
-	require.Equal(t, http.StatusBadGateway, code, answer)
+	answer := f.postStuck(http.StatusBadGateway, "kiosk")
 	assert.Contains(t, answer, "1 failed")
 	assert.Equal(t, 1.0, f.requests("failed"))
 	assert.Equal(t, 0.0, f.stopped("kiosk"))
 
 	// Alertmanager retries; the platform answers again.
 	f.wrap = nil
-	code, answer = f.post(payload(t, stuck("kiosk")))
-	require.Equal(t, http.StatusOK, code, answer)
+	answer = f.postStuck(http.StatusOK, "kiosk")
 	assert.Empty(t, f.listed("kiosk"))
 	assert.Equal(t, 1.0, f.stopped("kiosk"))
 	assert.NotContains(t, answer+f.logs.String(), "SECRET")
@@ -558,8 +566,7 @@ func TestReloadOptsOutAndDropsSeries(t *testing.T) {
 	cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\napps: [{name: kiosk, app_id: '1001', app_key: k}]", "http://127.0.0.1:1")), "")
 	require.NoError(t, err)
 	require.NoError(t, f.j.Apply(cfg))
-	code, answer := f.post(payload(t, stuck("kiosk")))
-	require.Equal(t, http.StatusOK, code, answer)
+	answer := f.postStuck(http.StatusOK, "kiosk")
 	assert.Contains(t, answer, "has not opted in")
 	assert.Len(t, f.listed("kiosk"), 1)
 	n, err := testutil.GatherAndCount(f.reg, "duix_janitor_sessions_stopped_total")
@@ -604,8 +611,7 @@ func TestImplausibleRecordStartsFallBackToFirstSeen(t *testing.T) {
 	f.src.seen["kiosk/"+future] = f.now().Add(-90 * time.Minute)
 	f.src.seen["kiosk/"+inSeconds] = f.now().Add(-5 * time.Minute)
 
-	code, answer := f.post(payload(t, stuck("kiosk")))
-	require.Equal(t, http.StatusOK, code, answer)
+	answer := f.postStuck(http.StatusOK, "kiosk")
 	assert.ElementsMatch(t, []string{inSeconds, unseen}, f.listed("kiosk"))
 	assert.Contains(t, answer, "stopped 1 of 1 session(s) older than 1h; 0 already stopped or gone, 0 refused by the budget of 10 an hour, 0 failed, 1 younger, 1 without a known start")
 	assert.Regexp(t, `session=`+future+` age=1h30m0s`, f.logs.String())
@@ -628,12 +634,10 @@ func TestFailedStopsCountAgainstTheBudget(t *testing.T) {
 		}
 		next.ServeHTTP(w, r)
 	}
-	code, answer := f.post(payload(t, stuck("kiosk")))
-	require.Equal(t, http.StatusBadGateway, code, answer)
+	answer := f.postStuck(http.StatusBadGateway, "kiosk")
 	assert.Contains(t, answer, "stopped 0 of 4 session(s) older than 1h; 0 already stopped or gone, 2 refused by the budget of 2 an hour, 2 failed")
 	for range 3 { // Alertmanager retries
-		code, answer = f.post(payload(t, stuck("kiosk")))
-		require.Equal(t, http.StatusOK, code, answer)
+		answer = f.postStuck(http.StatusOK, "kiosk")
 		assert.Contains(t, answer, "2 refused by the budget")
 	}
 	assert.Equal(t, int64(2), f.stops.Load(), "no more stop requests than the budget")
@@ -655,8 +659,7 @@ func TestRecentActionsHoldSessionIDsCut(t *testing.T) {
 			next.ServeHTTP(w, r)
 		}
 	}
-	code, answer := f.post(payload(t, stuck("kiosk")))
-	require.Equal(t, http.StatusOK, code, answer)
+	f.postStuck(http.StatusOK, "kiosk")
 	require.Len(t, f.j.Recent(), 1)
 	assert.Equal(t, janitor.ActionStopped, f.j.Recent()[0].Action)
 	assert.Equal(t, strings.Repeat("s", 128)+"...", f.j.Recent()[0].SessionID)
@@ -684,8 +687,7 @@ func TestNoStopIsAttemptedAfterTheSenderLeft(t *testing.T) {
 	assert.Equal(t, int64(1), f.stops.Load(), "no stop is sent once the sender left")
 
 	f.wrap = nil
-	code, answer := f.post(payload(t, stuck("kiosk")))
-	require.Equal(t, http.StatusOK, code, answer)
+	answer := f.postStuck(http.StatusOK, "kiosk")
 	assert.Contains(t, answer, "stopped 1 of 2 session(s) older than 1h; 0 already stopped or gone, 1 refused by the budget of 2 an hour, 0 failed")
 }
 
@@ -736,13 +738,11 @@ func TestRefusedStopsDoNotCountAgainstTheBudget(t *testing.T) {
 		}
 		next.ServeHTTP(w, r)
 	}
-	code, answer := f.post(payload(t, stuck("kiosk")))
-	require.Equal(t, http.StatusBadGateway, code, answer)
+	answer := f.postStuck(http.StatusBadGateway, "kiosk")
 	assert.Contains(t, answer, "stopped 0 of 3 session(s) older than 1h; 0 already stopped or gone, 0 refused by the budget of 2 an hour, 3 failed")
 
 	f.wrap = nil
-	code, answer = f.post(payload(t, stuck("kiosk")))
-	require.Equal(t, http.StatusOK, code, answer)
+	answer = f.postStuck(http.StatusOK, "kiosk")
 	assert.Contains(t, answer, "stopped 2 of 3 session(s) older than 1h; 0 already stopped or gone, 1 refused by the budget of 2 an hour, 0 failed")
 }
 
@@ -752,8 +752,7 @@ func TestRefusedStopsDoNotCountAgainstTheBudget(t *testing.T) {
 func TestDryRunAndBackKeepsTheBudget(t *testing.T) {
 	f := newFixture(t, "{max_stops_per_hour: 1}")
 	f.session("kiosk", 3*time.Hour)
-	code, answer := f.post(payload(t, stuck("kiosk")))
-	require.Equal(t, http.StatusOK, code, answer)
+	answer := f.postStuck(http.StatusOK, "kiosk")
 	require.Equal(t, 1.0, f.stopped("kiosk"))
 
 	reload := func(dryRun bool) {
@@ -764,12 +763,66 @@ func TestDryRunAndBackKeepsTheBudget(t *testing.T) {
 	}
 	f.session("kiosk", 2*time.Hour)
 	reload(true)
-	code, answer = f.post(payload(t, stuck("kiosk")))
-	require.Equal(t, http.StatusOK, code, answer)
+	answer = f.postStuck(http.StatusOK, "kiosk")
 	assert.Contains(t, answer, "dry run: would have stopped 1 of 1", "a rehearsal has a budget of its own")
 	reload(false)
-	code, answer = f.post(payload(t, stuck("kiosk")))
-	require.Equal(t, http.StatusOK, code, answer)
+	answer = f.postStuck(http.StatusOK, "kiosk")
 	assert.Contains(t, answer, "stopped 0 of 1 session(s) older than 1h; 0 already stopped or gone, 1 refused by the budget of 1 an hour")
 	assert.Equal(t, 1.0, f.stopped("kiosk"))
+}
+
+// The janitor's listener applies the web configuration (here basic auth)
+// as the metrics listener does.
+func TestServeWithBasicAuth(t *testing.T) {
+	f := newFixture(t, "")
+	f.session("kiosk", 3*time.Hour)
+
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	require.NoError(t, err)
+	webConfig := filepath.Join(t.TempDir(), "web.yml")
+	require.NoError(t, os.WriteFile(webConfig, []byte("basic_auth_users:\n  alertmanager: "+string(hash)+"\n"), 0o600))
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	systemd := false
+	flags := &toolkit.FlagConfig{WebListenAddresses: &[]string{addr}, WebSystemdSocket: &systemd, WebConfigFile: &webConfig}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- web.Serve(ctx, f.j.Server(nil), flags, log.NewNopLogger(), slog.New(slog.DiscardHandler))
+	}()
+
+	post := func(user, password string) int {
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/webhook", strings.NewReader(payload(t, stuck("kiosk"))))
+		require.NoError(t, err)
+		if user != "" {
+			req.SetBasicAuth(user, password)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Eventually(t, func() bool { return post("", "") != 0 }, 5*time.Second, 10*time.Millisecond, "the listener is up")
+
+	assert.Equal(t, http.StatusUnauthorized, post("", ""))
+	assert.Equal(t, http.StatusUnauthorized, post("alertmanager", "wrong"))
+	assert.Len(t, f.listed("kiosk"), 1, "nothing stopped without the credentials")
+	assert.Zero(t, f.lists.Load())
+
+	assert.Equal(t, http.StatusOK, post("alertmanager", "s3cret"))
+	assert.Empty(t, f.listed("kiosk"))
+
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after its context ended")
+	}
 }
