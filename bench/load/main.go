@@ -138,6 +138,7 @@ type result struct {
 	exporterCPU        float64   // per scrape, mean (s)
 	series             int       // samples of one app without conversations
 	hwm                int64     // the exporter's peak RSS (bytes)
+	hwmOne             int64     // the same before two scrapers gathered at once
 	one, two           int64     // upstream calls of one scrape, of two simultaneous ones
 	heapGrowth         uint64    // bytes
 }
@@ -208,6 +209,9 @@ func measure(ctx context.Context, o options) (r result, err error) {
 		}
 	}
 	if r.one, err = p.callsOf(ctx, 1, o.apps); err != nil {
+		return r, err
+	}
+	if r.hwmOne, err = peakRSS(pid); err != nil {
 		return r, err
 	}
 	if r.two, err = p.callsOf(ctx, 2, o.apps); err != nil {
@@ -284,6 +288,7 @@ func report(out io.Writer, o options, r result) (missed int) {
 		maxSeries += lifecycleSeries
 	}
 	check("series per app (0 conversations)", strconv.Itoa(r.series), fmt.Sprintf("<= %d", maxSeries), r.series <= maxSeries)
+	row("exporter peak RSS, one scraper at a time", fmt.Sprintf("%.1f MiB", mib(r.hwmOne)))
 	check("exporter peak RSS (VmHWM)", fmt.Sprintf("%.1f MiB", mib(r.hwm)), fmt.Sprintf("<= %.0f MiB", mib(targetRSS)), r.hwm <= targetRSS)
 	row("upstream calls, one scraper (/ 2N)", fmt.Sprintf("%d (%.3f)", r.one, float64(r.one)/float64(2*o.apps)))
 	check("upstream calls, two simultaneous scrapers (/ one)", fmt.Sprintf("%d (%.3f)", r.two, twoRatio), fmt.Sprintf("<= %.2f", targetTwoRatio), twoRatio <= targetTwoRatio)
