@@ -413,7 +413,7 @@ func TestBudgetAcrossAppsSlidingWindow(t *testing.T) {
 	f.post(payload(t, stuck("lobby")))
 	assert.Equal(t, []string{lobby}, f.listed("lobby"))
 	f.advance(31 * time.Minute)
-	answer = f.postStuck(http.StatusOK, "lobby", "kiosk")
+	f.postStuck(http.StatusOK, "lobby", "kiosk")
 	assert.Empty(t, f.listed("lobby"))
 	assert.Empty(t, f.listed("kiosk"))
 	assert.Equal(t, 4.0, f.stopped("kiosk")+f.stopped("lobby"))
@@ -752,7 +752,7 @@ func TestRefusedStopsDoNotCountAgainstTheBudget(t *testing.T) {
 func TestDryRunAndBackKeepsTheBudget(t *testing.T) {
 	f := newFixture(t, "{max_stops_per_hour: 1}")
 	f.session("kiosk", 3*time.Hour)
-	answer := f.postStuck(http.StatusOK, "kiosk")
+	f.postStuck(http.StatusOK, "kiosk")
 	require.Equal(t, 1.0, f.stopped("kiosk"))
 
 	reload := func(dryRun bool) {
@@ -763,7 +763,7 @@ func TestDryRunAndBackKeepsTheBudget(t *testing.T) {
 	}
 	f.session("kiosk", 2*time.Hour)
 	reload(true)
-	answer = f.postStuck(http.StatusOK, "kiosk")
+	answer := f.postStuck(http.StatusOK, "kiosk")
 	assert.Contains(t, answer, "dry run: would have stopped 1 of 1", "a rehearsal has a budget of its own")
 	reload(false)
 	answer = f.postStuck(http.StatusOK, "kiosk")
