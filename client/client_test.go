@@ -42,14 +42,14 @@ type fixture struct {
 	reg     *prometheus.Registry
 	metrics *client.Metrics
 	cfg     *config.Config
-	clock   *clock
+	clock   *simulator.Clock
 	mu      sync.Mutex
 	tokens  []string // as received, in order
 }
 
 func newFixture(t *testing.T, header string) *fixture {
 	t.Helper()
-	f := &fixture{sim: simulator.New(), reg: prometheus.NewRegistry(), clock: &clock{t: time.Now()}}
+	f := &fixture{sim: simulator.New(), reg: prometheus.NewRegistry(), clock: simulator.NewClock(time.Now())}
 	f.metrics = client.NewMetrics(f.reg)
 	f.faults = platformtest.New(f.sim)
 	f.sim.AddApp(simulator.App{ID: appID, Key: appKey, CorpID: "corp-7", Allowance: 10})
@@ -76,7 +76,7 @@ func newFixture(t *testing.T, header string) *fixture {
 
 func (f *fixture) pool(t *testing.T) *client.Pool {
 	t.Helper()
-	p, err := client.NewPool(f.cfg, client.PoolOptions{Metrics: f.metrics, Now: f.clock.now})
+	p, err := client.NewPool(f.cfg, client.PoolOptions{Metrics: f.metrics, Now: f.clock.Now})
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
 	return p
@@ -98,18 +98,6 @@ func allSessions(c *client.Client) ([]client.Session, error) {
 		return nil
 	})
 	return out, err
-}
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 func TestConcurrencyBothHeaderStyles(t *testing.T) {
@@ -356,11 +344,11 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	c := f.client(t)
 	_, err := c.Concurrency(context.Background())
 	require.Equal(t, client.ReasonRateLimited, client.Reason(err))
-	assert.Equal(t, f.clock.now().Add(30*time.Second), c.RetryAfter())
+	assert.Equal(t, f.clock.Now().Add(30*time.Second), c.RetryAfter())
 	_, err = allSessions(c)
 	assert.Equal(t, client.ReasonRateLimited, client.Reason(err))
 	assert.Zero(t, f.sim.Requests(client.EndpointSessions), "no call is made while Retry-After applies")
-	f.clock.add(31 * time.Second)
+	f.clock.Add(31 * time.Second)
 	_, err = allSessions(c)
 	assert.NoError(t, err, "called again once it has passed")
 }
@@ -369,7 +357,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 // than that, in seconds or as a date.
 func TestRetryAfterIsAtMostAnHour(t *testing.T) {
 	f := newFixture(t, config.AuthHeaderAuthorization)
-	for _, v := range []string{"18446744074", "99999999999999999999999", "7200", f.clock.now().Add(3 * time.Hour).UTC().Format(http.TimeFormat)} {
+	for _, v := range []string{"18446744074", "99999999999999999999999", "7200", f.clock.Now().Add(3 * time.Hour).UTC().Format(http.TimeFormat)} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", v)
 			w.WriteHeader(http.StatusTooManyRequests)
@@ -379,7 +367,7 @@ func TestRetryAfterIsAtMostAnHour(t *testing.T) {
 		_, err := c.Concurrency(context.Background())
 		srv.Close()
 		assert.Equal(t, client.ReasonRateLimited, client.Reason(err), v)
-		assert.Equal(t, f.clock.now().Add(time.Hour), c.RetryAfter(), v)
+		assert.Equal(t, f.clock.Now().Add(time.Hour), c.RetryAfter(), v)
 	}
 }
 
@@ -434,19 +422,19 @@ func TestJWTMintingAndRenewal(t *testing.T) {
 		require.NoError(t, err)
 		return f.lastToken()
 	}
-	start := f.clock.now()
+	start := f.clock.Now()
 	tok1 := call()
 	claims := jwt.MapClaims{}
 	_, err := jwt.ParseWithClaims(tok1, claims, func(*jwt.Token) (any, error) { return []byte(appKey), nil },
-		jwt.WithValidMethods([]string{"HS256"}), jwt.WithTimeFunc(f.clock.now))
+		jwt.WithValidMethods([]string{"HS256"}), jwt.WithTimeFunc(f.clock.Now))
 	require.NoError(t, err)
 	assert.Equal(t, appID, claims["appId"])
 	assert.EqualValues(t, start.Unix(), claims["iat"])
 	assert.EqualValues(t, start.Unix()+1800, claims["exp"])
 
-	f.clock.add(20 * time.Minute) // 10 minutes left: reused
+	f.clock.Add(20 * time.Minute) // 10 minutes left: reused
 	assert.Equal(t, tok1, call())
-	f.clock.add(6 * time.Minute) // 4 minutes left, inside the margin: renewed
+	f.clock.Add(6 * time.Minute) // 4 minutes left, inside the margin: renewed
 	assert.NotEqual(t, tok1, call())
 }
 
@@ -460,7 +448,7 @@ func TestARefusedTokenIsNotSentAgain(t *testing.T) {
 	first := f.lastToken()
 
 	f.faults.SetFault(appID, "", platformtest.Fault{Kind: platformtest.FaultUnauthorized401, Times: 1})
-	f.clock.add(time.Second) // a token minted now differs from the first
+	f.clock.Add(time.Second) // a token minted now differs from the first
 	_, err = c.Concurrency(context.Background())
 	require.Equal(t, client.ReasonAuth, client.Reason(err))
 	assert.Equal(t, first, f.lastToken(), "the cached token was sent")

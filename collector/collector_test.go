@@ -26,20 +26,6 @@ import (
 
 var fixedNow = time.Unix(1_800_000_000, 0)
 
-// testClock is the exporter's clock in tests: fixed until advanced.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 type env struct {
 	sim    *simulator.Simulator
 	faults *platformtest.Faults
@@ -48,7 +34,7 @@ type env struct {
 	cfg    *config.Config
 	exp    *collector.Exporter
 	reg    *prometheus.Registry
-	clk    *testClock
+	clk    *simulator.Clock
 }
 
 type appDef struct {
@@ -68,8 +54,8 @@ func newEnv(t *testing.T, apps ...appDef) *env {
 // the test releases it.
 func newGatedEnv(t *testing.T, apps ...appDef) *env {
 	t.Helper()
-	clk := &testClock{t: fixedNow}
-	sim := simulator.New(simulator.WithClock(clk.now))
+	clk := simulator.NewClock(fixedNow)
+	sim := simulator.New(simulator.WithClock(clk.Now))
 	faults := platformtest.New(sim)
 	g := newGate(faults)
 	srv := httptest.NewServer(g)
@@ -87,7 +73,7 @@ func newGatedEnv(t *testing.T, apps ...appDef) *env {
 			TokenTTL: model.Duration(30 * time.Minute), Conversations: a.convs})
 	}
 	reg := prometheus.NewRegistry()
-	exp := collector.New(collector.Options{Metrics: client.NewMetrics(reg), Now: clk.now})
+	exp := collector.New(collector.Options{Metrics: client.NewMetrics(reg), Now: clk.Now})
 	require.NoError(t, exp.Register(reg))
 	require.NoError(t, exp.Apply(cfg))
 	return &env{sim: sim, faults: faults, gate: g, srv: srv, cfg: cfg, exp: exp, reg: reg, clk: clk}
@@ -235,7 +221,7 @@ func TestSeriesDependOnTheConfigurationAlone(t *testing.T) {
 				want += 2 * 15
 			}
 			for range 2 {
-				e.clk.advance(time.Minute)
+				e.clk.Add(time.Minute)
 				body := e.scrapeText(t, context.Background())
 				assert.Equal(t, want, seriesIn(body), body)
 				assert.Contains(t, body, `duix_conversation_active_sessions{app="alpha",conversation_id="a1"} 1`)
@@ -360,7 +346,7 @@ func TestMinIntervalReusesResults(t *testing.T) {
 	}
 	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointConcurrency))
 	assert.Equal(t, 2.0, e.shared("cached"))
-	e.clk.advance(time.Hour)
+	e.clk.Add(time.Hour)
 	e.scrapeText(t, context.Background())
 	assert.Equal(t, int64(2), e.sim.Requests(simulator.EndpointConcurrency))
 }
@@ -370,13 +356,13 @@ func TestConversationDetailsAreCachedAndKeptOnFailure(t *testing.T) {
 	scrape := func() string { return e.scrapeText(t, context.Background(), "a") }
 	body := scrape()
 	assert.Contains(t, body, `duix_conversation_max_concurrent{app="a",conversation_id="c1"} 2`)
-	e.clk.advance(4 * time.Minute)
+	e.clk.Add(4 * time.Minute)
 	scrape()
 	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointConversation), "refreshed at most every conversation_refresh (5m)")
 
 	// The refresh is due and fails: the last good values stay, with their
 	// refresh time.
-	e.clk.advance(2 * time.Minute)
+	e.clk.Add(2 * time.Minute)
 	e.faults.SetFault("app-a", simulator.EndpointConversation, platformtest.Fault{Kind: platformtest.FaultHTTP500})
 	body = scrape()
 	assert.Equal(t, int64(2), e.sim.Requests(simulator.EndpointConversation))
@@ -389,7 +375,7 @@ func TestConversationDetailsAreCachedAndKeptOnFailure(t *testing.T) {
 	e.faults.ClearFaults()
 	scrape()
 	assert.Equal(t, int64(2), e.sim.Requests(simulator.EndpointConversation))
-	e.clk.advance(time.Minute)
+	e.clk.Add(time.Minute)
 	body = scrape()
 	assert.Equal(t, int64(3), e.sim.Requests(simulator.EndpointConversation))
 	assert.Contains(t, body, `duix_conversation_last_refresh_timestamp_seconds{app="a",conversation_id="c1"} 1.80000042e+09`)
@@ -405,7 +391,7 @@ func TestRetryAfterMarksAppRateLimited(t *testing.T) {
 	calls := e.sim.RequestsFor("app-a", simulator.EndpointConcurrency) + e.sim.RequestsFor("app-a", simulator.EndpointSessions)
 	require.Positive(t, calls)
 
-	e.clk.advance(30 * time.Minute)
+	e.clk.Add(30 * time.Minute)
 	body = e.scrapeText(t, context.Background())
 	assert.Contains(t, body, `duix_up{app="a"} 0`)
 	assert.Contains(t, body, `duix_scrape_errors_total{app="a",reason="rate_limited"} 4`, "skipped calls count")
@@ -415,7 +401,7 @@ func TestRetryAfterMarksAppRateLimited(t *testing.T) {
 	assert.Contains(t, body, `duix_up{app="b"} 1`, "other apps are called")
 
 	e.faults.ClearFaults()
-	e.clk.advance(31 * time.Minute)
+	e.clk.Add(31 * time.Minute)
 	body = e.scrapeText(t, context.Background())
 	assert.Contains(t, body, `duix_up{app="a"} 1`, "called again once it has passed")
 	assert.NotContains(t, body, "duix_app_rate_limited_until_timestamp_seconds")
@@ -432,14 +418,14 @@ func TestRetryAfterOutlivesAReload(t *testing.T) {
 	require.Positive(t, calls)
 
 	require.NoError(t, e.exp.Apply(e.cfg))
-	e.clk.advance(30 * time.Minute)
+	e.clk.Add(30 * time.Minute)
 	body := e.scrapeText(t, context.Background())
 	assert.Contains(t, body, `duix_app_rate_limited_until_timestamp_seconds{app="a"} 1.8000036e+09`)
 	assert.Equal(t, calls, e.sim.RequestsFor("app-a", simulator.EndpointConcurrency)+e.sim.RequestsFor("app-a", simulator.EndpointSessions),
 		"no call while Retry-After applies, reload or not")
 
 	e.faults.ClearFaults()
-	e.clk.advance(31 * time.Minute)
+	e.clk.Add(31 * time.Minute)
 	assert.Contains(t, e.scrapeText(t, context.Background()), `duix_up{app="a"} 1`, "called again once it has passed")
 }
 

@@ -40,13 +40,13 @@ func TestLifecycleStartedEndedAndDurations(t *testing.T) {
 
 	// A call starts; 90 s later the first one (started at fixedNow, by its
 	// record's startTime) ends.
-	e.clk.advance(30 * time.Second)
+	e.clk.Add(30 * time.Second)
 	_, err = e.sim.StartSession("app-a", "")
 	require.NoError(t, err)
 	body = scrape()
 	assert.Equal(t, "1", sample(body, `duix_app_sessions_started_total{app="a"}`))
 	assert.Equal(t, "30", sample(body, `duix_app_oldest_session_age_seconds{app="a"}`))
-	e.clk.advance(60 * time.Second)
+	e.clk.Add(60 * time.Second)
 	require.True(t, e.sim.EndSession("app-a", before))
 	body = scrape()
 	assert.Equal(t, "1", sample(body, `duix_app_sessions_ended_total{app="a"}`))
@@ -68,12 +68,12 @@ func TestLifecycleFailedFetchChangesNothing(t *testing.T) {
 	require.NoError(t, err)
 	e.scrapeText(t, context.Background())
 	e.faults.SetFault("app-a", simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultHTTP500})
-	e.clk.advance(time.Minute)
+	e.clk.Add(time.Minute)
 	body := e.scrapeText(t, context.Background())
 	assert.Equal(t, "0", sample(body, `duix_app_sessions_ended_total{app="a"}`), "a failed list ends nothing")
 	assert.Equal(t, "0", sample(body, `duix_app_session_seconds_total{app="a"}`))
 	e.faults.ClearFaults()
-	e.clk.advance(time.Minute)
+	e.clk.Add(time.Minute)
 	body = e.scrapeText(t, context.Background())
 	assert.Equal(t, "0", sample(body, `duix_app_sessions_ended_total{app="a"}`))
 	assert.Equal(t, "0", sample(body, `duix_app_sessions_started_total{app="a"}`))
@@ -95,14 +95,14 @@ func TestLifecycleOneFetchCountsOnce(t *testing.T) {
 	// A new session, listed by one fetch that two requests share.
 	_, err = e.sim.StartSession("app-a", "")
 	require.NoError(t, err)
-	e.clk.advance(time.Minute)
+	e.clk.Add(time.Minute)
 	cfg := *e.cfg
 	cfg.API.MinInterval = 0
 	bodies := []string{receive(t, e.scrapeAsync(t, context.Background()))}
 	// Reused under min_interval, by later requests.
 	cfg.API.MinInterval = model.Duration(time.Hour)
 	require.NoError(t, e.exp.Apply(&cfg))
-	e.clk.advance(time.Minute)
+	e.clk.Add(time.Minute)
 	bodies = append(bodies, e.scrapeText(t, context.Background()), e.scrapeText(t, context.Background(), "a"))
 	for i, body := range bodies {
 		assert.Equal(t, "1", sample(body, `duix_app_sessions_started_total{app="a"}`), "request %d", i)
@@ -116,7 +116,7 @@ func TestLifecycleStateLeavesWithTheApp(t *testing.T) {
 	e.scrapeText(t, context.Background())
 	_, err := e.sim.StartSession("app-a", "")
 	require.NoError(t, err)
-	e.clk.advance(time.Minute)
+	e.clk.Add(time.Minute)
 	assert.Equal(t, "1", sample(e.scrapeText(t, context.Background()), `duix_app_sessions_started_total{app="a"}`))
 
 	cfg := *e.cfg

@@ -28,7 +28,7 @@ func TestHealthyAppSeriesBudget(t *testing.T) {
 	_, err := e.sim.StartSession("app-a", "")
 	require.NoError(t, err)
 	for range 2 {
-		e.clk.advance(time.Minute)
+		e.clk.Add(time.Minute)
 		assert.Equal(t, 8, testutil.CollectAndCount(e.collector()))
 	}
 }
@@ -61,8 +61,8 @@ func TestJanitorHooks(t *testing.T) {
 	_, ok := e.exp.FirstSeen("a", id)
 	assert.False(t, ok, "not listed yet")
 	e.scrapeText(t, context.Background())
-	first := e.clk.now()
-	e.clk.advance(time.Minute)
+	first := e.clk.Now()
+	e.clk.Add(time.Minute)
 	e.scrapeText(t, context.Background())
 	seen, ok := e.exp.FirstSeen("a", id)
 	require.True(t, ok)

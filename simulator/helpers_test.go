@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,32 +20,13 @@ const (
 	keyB = "key-b-secret"
 )
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func newFakeClock() *Clock { return NewClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)) }
 
 type env struct {
 	t     *testing.T
 	sim   *Simulator
 	srv   *httptest.Server
-	clock *fakeClock
+	clock *Clock
 }
 
 // newEnv starts a simulator with apps A (allowance 3) and B (allowance 2)
