@@ -72,12 +72,14 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	sim, apps := simulator.NewDemo()
 	baseURL, faults := platformtest.Start(t, sim)
 
-	// The exporter binary, pointed at the simulator.
+	// The exporter binary, pointed at the simulator, with the janitor's
+	// listener on (no app opts in), so that the series DuixJanitorFailing
+	// reads exist for pint's online checks.
 	bin := buildExporter(t, dir)
 	exporterAddr := platformtest.FreeAddr(t)
 	exporter := platformtest.StartTestProcess(t, "exporter", "http://"+exporterAddr+"/-/ready", bin,
 		"--config.file="+writeExporterConfig(t, dir, baseURL, apps),
-		"--web.listen-address="+exporterAddr)
+		"--web.listen-address="+exporterAddr, "--janitor.listen-address="+platformtest.FreeAddr(t))
 
 	// Prometheus with the shipped configuration and rules.
 	prom, promURL := platformtest.StartPrometheus(t, promBin, writePrometheusConfig(t, dir, exporterAddr, apps))
