@@ -1085,6 +1085,18 @@ apps:
 				states["kiosk@staging:9866"] == "active", fmt.Sprint(states)
 		})
 	})
+
+	t.Run("a down exporter mutes the probes of its own cluster only", func(t *testing.T) {
+		p.t = t
+		postAlerts(t, "http://"+amAddr,
+			map[string]string{"alertname": "DuixExporterDown", "severity": "critical", "job": "duix-exporter", "instance": "exporter:9866", "cluster": "eu"},
+			map[string]string{"alertname": "DuixProbeFailed", "severity": "warning", "job": "duix-apps", "instance": "kiosk", "app": "kiosk", "cluster": "eu"},
+			map[string]string{"alertname": "DuixProbeFailed", "severity": "warning", "job": "duix-apps", "instance": "lobby", "app": "lobby", "cluster": "us"})
+		p.waitFor("eu's probe to be inhibited, us' not", func() (bool, string) {
+			states := amAlertStates(t, "http://"+amAddr, "DuixProbeFailed")
+			return states["kiosk@kiosk"] == "suppressed" && states["lobby@lobby"] == "active", fmt.Sprint(states)
+		})
+	})
 }
 
 // writeJanitorPrometheusConfig writes a Prometheus configuration that
