@@ -453,6 +453,11 @@ func TestHelmJanitor(t *testing.T) {
 	require.Error(t, err, "the janitor cannot share the metrics port")
 	assert.Contains(t, stderr, "/janitor/port")
 
+	_, stderr, err = helmTemplate(t, args("--set", "janitor.enabled=true", "--set", "replicaCount=2")...)
+	require.Error(t, err, "one budget: one janitor behind the Service")
+	assert.Contains(t, stderr, "janitor.enabled needs replicaCount 1")
+	assert.Len(t, render(t, args("--set", "replicaCount=2")...).deployment.Spec.Template.Spec.Containers[0].Ports, 1, "replicas without the janitor")
+
 	// The configuration of docs/janitor.md: the top-level section and an
 	// app that opts in reach the exporter's configuration file.
 	optIn := []string{
