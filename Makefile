@@ -282,6 +282,7 @@ alertmanager-test: test-deps ## amtool check-config and route tests of deploy/al
 	$(AM_ROUTE)=duix-chat alertname=DuixConcurrencyNearLimit severity=warning app=kiosk
 	$(AM_ROUTE)=duix-pager alertname=DuixExporterDown severity=critical
 	$(AM_ROUTE)=duix-planning alertname=DuixAllowancePlanning severity=info app=kiosk
+	$(AM_ROUTE)=duix-chat alertname=DuixJanitorFailing severity=warning
 	$(AM_ROUTE)=duix-default alertname=Unrelated
 
 .PHONY: image

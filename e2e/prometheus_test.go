@@ -72,12 +72,14 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	sim, apps := simulator.NewDemo()
 	baseURL, faults := platformtest.Start(t, sim)
 
-	// The exporter binary, pointed at the simulator.
+	// The exporter binary, pointed at the simulator, with the janitor's
+	// listener on (no app opts in), so that the series DuixJanitorFailing
+	// reads exist for pint's online checks.
 	bin := buildExporter(t, dir)
 	exporterAddr := platformtest.FreeAddr(t)
 	exporter := platformtest.StartTestProcess(t, "exporter", "http://"+exporterAddr+"/-/ready", bin,
 		"--config.file="+writeExporterConfig(t, dir, baseURL, apps),
-		"--web.listen-address="+exporterAddr)
+		"--web.listen-address="+exporterAddr, "--janitor.listen-address="+platformtest.FreeAddr(t))
 
 	// Prometheus with the shipped configuration and rules.
 	prom, promURL := platformtest.StartPrometheus(t, promBin, writePrometheusConfig(t, dir, exporterAddr, apps))
@@ -1066,13 +1068,33 @@ apps:
 
 	t.Run("the shipped inhibition pages once for an exhausted allowance", func(t *testing.T) {
 		p.t = t
+		// As the rules label them: job, the exporter's instance, app. The
+		// same app name on another exporter (another account or shard) is
+		// another allowance.
+		alert := func(name, severity, instance, app string) map[string]string {
+			return map[string]string{"alertname": name, "severity": severity, "job": "duix-exporter", "instance": instance, "app": app}
+		}
 		postAlerts(t, "http://"+amAddr,
-			map[string]string{"alertname": "DuixConcurrencyExhausted", "severity": "critical", "app": "kiosk"},
-			map[string]string{"alertname": "DuixConcurrencyNearLimit", "severity": "warning", "app": "kiosk"},
-			map[string]string{"alertname": "DuixConcurrencyNearLimit", "severity": "warning", "app": "lobby"})
-		p.waitFor("kiosk's NearLimit to be inhibited, lobby's not", func() (bool, string) {
+			alert("DuixConcurrencyExhausted", "critical", "prod:9866", "kiosk"),
+			alert("DuixConcurrencyNearLimit", "warning", "prod:9866", "kiosk"),
+			alert("DuixConcurrencyNearLimit", "warning", "prod:9866", "lobby"),
+			alert("DuixConcurrencyNearLimit", "warning", "staging:9866", "kiosk"))
+		p.waitFor("prod kiosk's NearLimit to be inhibited, lobby's and staging kiosk's not", func() (bool, string) {
 			states := amAlertStates(t, "http://"+amAddr, "DuixConcurrencyNearLimit")
-			return states["kiosk"] == "suppressed" && states["lobby"] == "active", fmt.Sprint(states)
+			return states["kiosk@prod:9866"] == "suppressed" && states["lobby@prod:9866"] == "active" &&
+				states["kiosk@staging:9866"] == "active", fmt.Sprint(states)
+		})
+	})
+
+	t.Run("a down exporter mutes the probes of its own cluster only", func(t *testing.T) {
+		p.t = t
+		postAlerts(t, "http://"+amAddr,
+			map[string]string{"alertname": "DuixExporterDown", "severity": "critical", "job": "duix-exporter", "instance": "exporter:9866", "cluster": "eu"},
+			map[string]string{"alertname": "DuixProbeFailed", "severity": "warning", "job": "duix-apps", "instance": "kiosk", "app": "kiosk", "cluster": "eu"},
+			map[string]string{"alertname": "DuixProbeFailed", "severity": "warning", "job": "duix-apps", "instance": "lobby", "app": "lobby", "cluster": "us"})
+		p.waitFor("eu's probe to be inhibited, us' not", func() (bool, string) {
+			states := amAlertStates(t, "http://"+amAddr, "DuixProbeFailed")
+			return states["kiosk@kiosk"] == "suppressed" && states["lobby@lobby"] == "active", fmt.Sprint(states)
 		})
 	})
 }
@@ -1184,7 +1206,7 @@ func postAlerts(t *testing.T, amURL string, labels ...map[string]string) {
 }
 
 // amAlertStates returns the state (active, suppressed) of Alertmanager's
-// alerts of that name, by app.
+// alerts of that name, by app@instance.
 func amAlertStates(t *testing.T, amURL, name string) map[string]string {
 	t.Helper()
 	resp, err := http.Get(amURL + "/api/v2/alerts?filter=" + `alertname="` + name + `"`)
@@ -1199,7 +1221,7 @@ func amAlertStates(t *testing.T, amURL, name string) map[string]string {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&alerts))
 	out := map[string]string{}
 	for _, a := range alerts {
-		out[a.Labels["app"]] = a.Status.State
+		out[a.Labels["app"]+"@"+a.Labels["instance"]] = a.Status.State
 	}
 	return out
 }

@@ -60,6 +60,9 @@
     // How often the daily usage rules are evaluated.
     usageInterval: '5m',
 
+    // DuixJanitorFailing fires on any failed webhook request of this window.
+    janitorFailingWindow: '30m',
+
     // How long each alert's condition must hold before it fires.
     alertFor: {
       DuixConcurrencyNearLimit: '5m',

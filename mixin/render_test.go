@@ -101,7 +101,7 @@ func TestRulesFollowTheConventions(t *testing.T) {
 			ru.Annotations["runbook_url"], "%s: runbook_url", ru.Alert)
 	}
 	assert.Equal(t, 8, records)
-	assert.Equal(t, 10, alerts)
+	assert.Equal(t, 11, alerts)
 }
 
 // selectorRE finds the selectors of metric names (a name followed by

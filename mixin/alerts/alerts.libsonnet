@@ -168,6 +168,18 @@
               '{{- with printf `duix_exporter_config_last_reload_success_timestamp_seconds{job=%q,instance=%q}` $labels.job $labels.instance | query }}, loaded {{ . | first | value | humanizeTimestamp }}{{ end }}.',
             ],
           ),
+          alert(
+            'DuixJanitorFailing',
+            'warning',
+            'sum without (outcome) (increase(duix_janitor_webhook_requests_total{%(exporterSelector)s,outcome!~"handled|method_not_allowed"}[%(janitorFailingWindow)s])) > 0' % c,
+            "Duix exporter's janitor answers Alertmanager with errors.",
+            [
+              'The janitor of {{ $labels.instance }} answered {{ $value | printf "%.0f" }} of Alertmanager\'s',
+              'webhook requests over the last ' + u.durationText(c.janitorFailingWindow) + ' with an error (listing or stopping',
+              'failed, a payload it cannot read, or an app it does not have): stuck sessions may not',
+              'be stopped. Its log (component=janitor) says why.',
+            ],
+          ),
         ],
       },
     ],

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/duix-exporter/duix_exporter/config"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/stretchr/testify/assert"
@@ -451,4 +452,33 @@ func TestHelmJanitor(t *testing.T) {
 	_, stderr, err := helmTemplate(t, args("--set", "janitor.enabled=true", "--set", "janitor.port=9866")...)
 	require.Error(t, err, "the janitor cannot share the metrics port")
 	assert.Contains(t, stderr, "/janitor/port")
+
+	_, stderr, err = helmTemplate(t, args("--set", "janitor.enabled=true", "--set", "replicaCount=2")...)
+	require.Error(t, err, "one budget: one janitor behind the Service")
+	assert.Contains(t, stderr, "janitor.enabled needs replicaCount 1")
+	assert.Len(t, render(t, args("--set", "replicaCount=2")...).deployment.Spec.Template.Spec.Containers[0].Ports, 1, "replicas without the janitor")
+
+	// The configuration of docs/janitor.md: the top-level section and an
+	// app that opts in reach the exporter's configuration file.
+	optIn := []string{
+		"--set", "existingSecret=duix-exporter-keys", "--set", "janitor.enabled=true",
+		"--set-json", `config.janitor={"dry_run":true,"max_stops_per_hour":3,"alert_name":"KioskStuck"}`,
+		"--set-json", `config.apps=[{"name":"kiosk-fleet","app_id":"1001","janitor":{"max_session_age":"2h"}},{"name":"web","app_id":"1002"}]`,
+	}
+	f := configFiles(t, render(t, optIn...))
+	cfg, err := loadInPod(t, f, []string{"kiosk-fleet.key", "web.key"})
+	require.NoError(t, err, f.config)
+	assert.Equal(t, config.Janitor{MaxStopsPerHour: 3, DryRun: true, AlertName: "KioskStuck"}, cfg.Janitor)
+	assert.Equal(t, map[string]time.Duration{"kiosk-fleet": 2 * time.Hour}, cfg.JanitorApps())
+
+	for value, where := range map[string]string{
+		`config.janitor={"max_stops_per_hour":0}`:                                         "/config/janitor/max_stops_per_hour",
+		`config.janitor={"dryrun":true}`:                                                  "/config/janitor",
+		`config.apps=[{"name":"a","app_id":"1","janitor":{}}]`:                            "/config/apps/0/janitor",
+		`config.apps=[{"name":"a","app_id":"1","janitor":{"max_session_age":"2 hours"}}]`: "/config/apps/0/janitor/max_session_age",
+	} {
+		_, stderr, err := helmTemplate(t, args("--set-json", value)...)
+		require.Error(t, err, value)
+		assert.Contains(t, stderr, where, value)
+	}
 }

@@ -401,6 +401,9 @@ func TestHelmRefusesBadValues(t *testing.T) {
 		{"a typo in a probe", []string{"--set", "livenessProbe.periodSecond=5"}, "additional properties 'periodSecond' not allowed"},
 		{"a typo in the budget", []string{"--set", "podDisruptionBudget.minAvailible=1"}, "additional properties 'minAvailible' not allowed"},
 		{"a typo in the dashboards", []string{"--set", "dashboards.enable=true"}, "additional properties 'enable' not allowed"},
+		{"a namespace that cannot be one", []string{"--set", "dashboards.namespace=Grafana_Dashboards"}, "/dashboards/namespace"},
+		{"a ServiceMonitor namespace that cannot be one", []string{"--set", "serviceMonitor.namespace=monitoring.svc"}, "/serviceMonitor/namespace"},
+		{"a PrometheusRule namespace that cannot be one", []string{"--set", "prometheusRule.namespace=-monitoring"}, "/prometheusRule/namespace"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, stderr, err := helmTemplate(t, c.args...)

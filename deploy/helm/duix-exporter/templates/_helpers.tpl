@@ -201,6 +201,9 @@ from the file the keys' Secret is mounted as.
 {{- with .Values.config.sessions }}
 {{- $_ := set $cfg "sessions" . }}
 {{- end }}
+{{- with .Values.config.janitor }}
+{{- $_ := set $cfg "janitor" . }}
+{{- end }}
 {{- $apps := list }}
 {{- $keysDir := include "duix-exporter.keysDir" . }}
 {{- $seen := dict }}
