@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -79,7 +78,7 @@ func readSecretFile(path string) ([]byte, error) {
 	case len(bytes.TrimSpace(b)) == 0:
 		return nil, fmt.Errorf("%s is empty", path)
 	}
-	return bytes.TrimSpace(b), nil
+	return bytes.Clone(bytes.TrimSpace(b)), nil // not the rest of ReadAll's buffer
 }
 
 // tokenSource gives an app's token: a JWT (HS256; appId, iat, exp) minted
@@ -146,38 +145,6 @@ func (s *tokenSource) refused() {
 	if s.file != nil {
 		s.file.reread = true
 	}
-}
-
-// tokenRoundTripper adds the token (Authorization: Bearer, or token) to
-// requests for the base URL's origin only, none after a redirect elsewhere:
-// net/http drops Authorization only for another host, and token never.
-type tokenRoundTripper struct {
-	next   http.RoundTripper
-	base   *url.URL
-	header string
-	tokens *tokenSource
-}
-
-func (rt *tokenRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	for r := req; r != nil; r = r.Response.Request {
-		if !sameOrigin(r.URL, rt.base) {
-			return rt.next.RoundTrip(req)
-		}
-		if r.Response == nil {
-			break
-		}
-	}
-	tok, err := rt.tokens.get()
-	if err != nil {
-		return nil, err
-	}
-	req = req.Clone(req.Context())
-	if rt.header == config.AuthHeaderToken {
-		req.Header.Set("token", tok)
-	} else {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	return rt.next.RoundTrip(req)
 }
 
 // sameOrigin reports whether a and b have the same scheme, host and port.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,8 @@ type PoolOptions struct {
 type Pool struct {
 	http     *http.Client
 	base     *url.URL
+	auth     string // the header of the token: Authorization (Bearer) or Token
+	ua       []string
 	timeout  time.Duration
 	maxBytes int64
 	metrics  *Metrics
@@ -57,13 +60,13 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	if err != nil {
 		return nil, errors.New("api.base_url: not a valid URL")
 	}
-	hc, err := promconfig.NewClientFromConfig(cfg.API.HTTPClientConfig, "duix_exporter",
-		promconfig.WithUserAgent(opts.UserAgent), promconfig.WithIdleConnTimeout(90*time.Second))
+	hc, err := promconfig.NewClientFromConfig(cfg.API.HTTPClientConfig, "duix_exporter", promconfig.WithIdleConnTimeout(90*time.Second))
 	if err != nil {
 		return nil, err
 	}
-	p := &Pool{http: hc, base: base, timeout: time.Duration(cfg.API.Timeout), maxBytes: cfg.API.MaxResponseBytes,
-		metrics: opts.Metrics, now: opts.Now, clients: make(map[string]*Client, len(cfg.Apps))}
+	p := &Pool{http: hc, base: base, auth: "Authorization", ua: []string{opts.UserAgent},
+		timeout: time.Duration(cfg.API.Timeout), maxBytes: cfg.API.MaxResponseBytes, metrics: opts.Metrics, now: opts.Now,
+		clients: make(map[string]*Client, len(cfg.Apps))}
 	if p.now == nil {
 		p.now = time.Now
 	}
@@ -73,11 +76,24 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 			opts.OnSecretFileError(kind, path, err)
 		}
 	}
+	if cfg.API.AuthHeader == config.AuthHeaderToken {
+		p.auth = "Token"
+	}
+	follow := hc.CheckRedirect
+	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if slices.ContainsFunc(append(via, req), func(r *http.Request) bool { return !sameOrigin(r.URL, base) }) {
+			req.Header.Del(p.auth) // never past base_url's origin, nor back: net/http would only drop Authorization for another host
+		}
+		switch {
+		case follow != nil:
+			return follow(req, via)
+		case len(via) >= 10:
+			return errors.New("stopped after 10 redirects") // net/http's default
+		}
+		return nil
+	}
 	for _, app := range cfg.Apps {
-		tokens := newTokenSource(app, p.now, hook)
-		rt := &tokenRoundTripper{next: hc.Transport, base: base, header: cfg.API.AuthHeader, tokens: tokens}
-		p.clients[app.Name] = &Client{p: p, name: app.Name, appQuery: url.Values{"appId": {app.AppID}}.Encode(),
-			tokens: tokens, http: &http.Client{Transport: rt, CheckRedirect: hc.CheckRedirect}}
+		p.clients[app.Name] = &Client{p: p, name: app.Name, appQuery: url.Values{"appId": {app.AppID}}.Encode(), tokens: newTokenSource(app, p.now, hook)}
 	}
 	return p, nil
 }
@@ -104,7 +120,6 @@ type Client struct {
 	p              *Pool
 	name, appQuery string
 	tokens         *tokenSource
-	http           *http.Client
 	mu             sync.Mutex
 	retryAfter     time.Time
 }
@@ -206,15 +221,19 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 	if err != nil {
 		return env, transportError(err)
 	}
-	req.Header.Set("Accept", "application/json")
-	start := time.Now()
-	resp, err := c.http.Do(req)
+	tok, err := c.tokens.get()
 	if err != nil {
-		e := transportError(err)
-		if e.Reason != ReasonAuth { // else no request was sent
-			c.p.metrics.observe(endpoint, 0, time.Since(start))
-		}
-		return env, e
+		return env, err
+	}
+	if c.p.auth == "Authorization" {
+		tok = "Bearer " + tok
+	}
+	req.Header = http.Header{"Accept": {"application/json"}, "User-Agent": c.p.ua, c.p.auth: {tok}}
+	start := time.Now()
+	resp, err := c.p.http.Do(req)
+	if err != nil {
+		c.p.metrics.observe(endpoint, 0, time.Since(start))
+		return env, transportError(err)
 	}
 	defer func() {
 		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10) // so that the connection may be reused

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -724,6 +725,41 @@ func TestConfiguredHeadersAreSent(t *testing.T) {
 	assert.Equal(t, []string{"public-part", "MIXED-SECRET-0123456789"}, got.Values("X-Mixed"))
 	assert.Equal(t, []string{"public"}, got.Values("X-Public"))
 	assert.NotEmpty(t, got.Values("Token"))
+}
+
+// Every request says what it accepts and who asks: the pool's User-Agent
+// (prometheus/common refuses one in http_headers).
+func TestUserAgentAndAcceptAreSent(t *testing.T) {
+	sim := simulator.New()
+	sim.AddApp(simulator.App{ID: appID, Key: appKey, Allowance: 3})
+	home := &recorder{sim: sim}
+	cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %s%s}\napps: [{name: a, app_id: %q, app_key: %q}]\n",
+		movedHome(t, home), simulator.BasePath, appID, appKey)), "")
+	require.NoError(t, err)
+	pool, err := client.NewPool(cfg, client.PoolOptions{UserAgent: "duix_exporter/test"})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	_, err = pool.Client("a").Concurrency(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"duix_exporter/test"}, home.headers().Values("User-Agent"))
+	assert.Equal(t, []string{"application/json"}, home.headers().Values("Accept"))
+	assert.Len(t, home.headers().Values("Authorization"), 1)
+}
+
+// Redirects on the platform's origin are followed at most ten times, as
+// net/http does.
+func TestRedirectsStopAfterTen(t *testing.T) {
+	var hops atomic.Int32
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		hops.Add(1)
+		http.Redirect(w, req, srv.URL+req.URL.RequestURI(), http.StatusFound)
+	}))
+	t.Cleanup(srv.Close)
+	_, err := poolFor(t, srv.URL, config.AuthHeaderAuthorization, fmt.Sprintf("app_key: %q", appKey), "").Concurrency(context.Background())
+	require.Error(t, err)
+	assert.Equal(t, client.ReasonNetwork, client.Reason(err))
+	assert.Equal(t, int32(10), hops.Load())
 }
 
 // movedHome is the address of a server that redirects every request to

@@ -92,14 +92,9 @@ func IsNotFound(err error) bool {
 // transportError classifies an error of a request or of reading its answer,
 // described by its system error at most: no proxy's or TLS peer's words.
 func transportError(err error) *Error {
-	var (
-		own   *Error
-		errno syscall.Errno
-	)
+	var errno syscall.Errno
 	e := &Error{Reason: ReasonNetwork, err: err}
 	switch {
-	case errors.As(err, &own): // the token's
-		return own
 	case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
 		e.Reason, e.detail = ReasonTimeout, "deadline exceeded"
 	case errors.As(err, &errno):

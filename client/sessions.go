@@ -1,12 +1,14 @@
 package client
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // SessionOptions controls how session records are decoded.
@@ -132,6 +134,8 @@ type scalar string
 
 func (s *scalar) UnmarshalJSON(b []byte) error {
 	switch {
+	case b[0] == '"' && bytes.IndexByte(b, '\\') < 0 && utf8.Valid(b): // as written
+		*s = scalar(b[1 : len(b)-1])
 	case b[0] == '"':
 		return json.Unmarshal(b, (*string)(s))
 	case b[0] == '-' || b[0] >= '0' && b[0] <= '9':

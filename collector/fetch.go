@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -10,7 +9,6 @@ import (
 	"github.com/go-kit/log/level"
 
 	"github.com/duix-exporter/duix_exporter/client"
-	"github.com/duix-exporter/duix_exporter/config"
 )
 
 // Requests (/metrics, /probe) that want an app at the same time share its
@@ -121,17 +119,14 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	return r
 }
 
-// call makes one call to the platform on a slot of set.sem, bounded by
-// api.timeout; not while the platform's Retry-After applies.
+// call makes one call to the platform on a slot of set.sem; not while the platform's Retry-After applies.
 func (e *Exporter) call(st *appState, c *client.Client, set settings, endpoint string, do func(context.Context) error) error {
 	_ = set.sem.Acquire(context.Background(), 1) // fails only when its context ends
 	defer set.sem.Release(1)
 	err := errRateLimited
 	if st.holdOff(c, e.opts.Now()).IsZero() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cmp.Or(set.api.Timeout, config.DefaultAPI.Timeout)))
-		err = do(ctx)
-		cancel()
-		st.holdOff(c, e.opts.Now()) // keeps the Retry-After of its answer
+		err = do(context.Background()) // the client bounds each call by api.timeout
+		st.holdOff(c, e.opts.Now())    // keeps the Retry-After of its answer
 	}
 	if err != nil {
 		level.Debug(e.opts.Logger).Log("msg", "platform call failed", "app", st.name, "endpoint", endpoint, "reason", reason(err), "err", err)
