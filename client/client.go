@@ -81,7 +81,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	}
 	follow := hc.CheckRedirect
 	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if slices.ContainsFunc(append(via, req), func(r *http.Request) bool { return !sameOrigin(r.URL, base) }) {
+		if !sameOrigin(req.URL, base) || slices.ContainsFunc(via, func(r *http.Request) bool { return !sameOrigin(r.URL, base) }) {
 			req.Header.Del(p.auth) // never past base_url's origin, nor back: net/http would only drop Authorization for another host
 		}
 		switch {
