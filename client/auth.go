@@ -25,14 +25,16 @@ const (
 // regular file, over 64 KiB, empty, unreadable, gone); err never holds its content.
 type SecretFileHook func(kind, path string, err error)
 
-// secretFile is a key or token file, read again when it changed or was
-// refused by the platform; a bad one is reported once, the last good kept.
+// secretFile is a key or token file, looked at once a minute and read
+// again when it changed, or at once after the platform refused it; a bad
+// one is reported once, the last good kept.
 type secretFile struct {
 	path, kind   string
 	hook         SecretFileHook
 	value        []byte
 	good, bad    os.FileInfo // the file value was read from; the last refused
 	gone, reread bool        // the last refused was gone; read even if unchanged
+	checked      time.Time   // when it was last looked at
 }
 
 func unchanged(a, b os.FileInfo) bool {
@@ -40,7 +42,11 @@ func unchanged(a, b os.FileInfo) bool {
 }
 
 // read returns the secret (nil while none was good) and whether it changed.
-func (f *secretFile) read() ([]byte, bool, error) {
+func (f *secretFile) read(now time.Time) ([]byte, bool, error) {
+	if f.value != nil && !f.reread && now.Sub(f.checked).Abs() < time.Minute {
+		return f.value, false, nil
+	}
+	f.checked = now
 	st, _ := os.Stat(f.path)
 	told := unchanged(st, f.bad) || st == nil && f.gone // refused as it is now
 	if f.value != nil && (told || !f.reread && unchanged(st, f.good)) {
@@ -114,14 +120,14 @@ func newTokenSource(app config.App, now func() time.Time, hook SecretFileHook) *
 func (s *tokenSource) get() (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	secret, changed := s.fixed, false
+	now, secret, changed := s.now(), s.fixed, false
 	if s.file != nil {
 		var err error
-		if secret, changed, err = s.file.read(); secret == nil {
+		if secret, changed, err = s.file.read(now); secret == nil {
 			return "", &Error{Reason: ReasonAuth, detail: "no usable " + s.file.kind + " file", err: err}
 		}
 	}
-	switch now := s.now(); {
+	switch {
 	case len(secret) == 0:
 		return "", &Error{Reason: ReasonAuth, detail: "no credential"}
 	case !s.mint:

@@ -70,11 +70,19 @@ type secretFileEnv struct {
 	key    string // the app's key on the simulator
 	mu     sync.Mutex
 	logged []string
+	now    time.Time // the pool's clock
+}
+
+// later moves the pool's clock on by a minute: the file is looked at again.
+func (e *secretFileEnv) later() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.now = e.now.Add(time.Minute)
 }
 
 func newSecretFileEnv(t *testing.T, kind string) *secretFileEnv {
 	t.Helper()
-	e := &secretFileEnv{sim: simulator.New(), reg: prometheus.NewRegistry(), kind: kind, key: appKey}
+	e := &secretFileEnv{sim: simulator.New(), reg: prometheus.NewRegistry(), kind: kind, key: appKey, now: time.Now()}
 	e.sim.AddApp(simulator.App{ID: appID, Key: e.key, Allowance: 5})
 	srv := httptest.NewServer(e.sim)
 	t.Cleanup(srv.Close)
@@ -90,6 +98,11 @@ func newSecretFileEnv(t *testing.T, kind string) *secretFileEnv {
 	require.NoError(t, err)
 	pool, err := client.NewPool(cfg, client.PoolOptions{
 		Metrics: client.NewMetrics(e.reg),
+		Now: func() time.Time {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return e.now
+		},
 		OnSecretFileError: func(kind, path string, err error) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
@@ -157,7 +170,11 @@ func TestChangedSecretFilesAreReadAsCarefullyAsAtStart(t *testing.T) {
 				require.Zero(t, e.refusals(t))
 
 				e.replace(t, makeBad)
+				_, err = e.c.Concurrency(context.Background())
+				require.NoError(t, err)
+				require.Zero(t, e.refusals(t), "looked at once a minute, not on every call")
 				for range 3 {
+					e.later()
 					returnsWithin(t, func() {
 						_, err = e.c.Concurrency(context.Background())
 					})
@@ -170,13 +187,18 @@ func TestChangedSecretFilesAreReadAsCarefullyAsAtStart(t *testing.T) {
 				e.mu.Unlock()
 
 				// A good file again, for a new key: it is read and used.
+				// The platform refuses the last good secret: the file
+				// is read at once, before the minute is up.
 				e.rotateKey("rotated-" + name)
 				e.writeGood(t)
 				_, err = e.c.Concurrency(context.Background())
-				assert.NoError(t, err, "the restored file is read")
+				require.Equal(t, client.ReasonAuth, client.Reason(err), "the old secret is refused")
+				_, err = e.c.Concurrency(context.Background())
+				assert.NoError(t, err, "the restored file is read at once after the refusal")
 
 				// And a bad file after that is counted again.
 				e.replace(t, makeBad)
+				e.later()
 				_, err = e.c.Concurrency(context.Background())
 				assert.NoError(t, err)
 				assert.Equal(t, 2.0, e.refusals(t))
