@@ -92,6 +92,7 @@ func readSecretFile(path string) ([]byte, error) {
 // and after the platform refused it; or a ready-made token.
 type tokenSource struct {
 	appID string
+	auth  string // what goes before the token in its header: "Bearer " or nothing
 	ttl   time.Duration
 	now   func() time.Time
 	mint  bool
@@ -99,13 +100,13 @@ type tokenSource struct {
 	file  *secretFile // app_key_file or token_file, else nil
 
 	mu      sync.Mutex
-	token   string
-	exp     int64 // of the last token minted, Unix seconds
+	token   string // auth and the last token minted
+	exp     int64  // of the last token minted, Unix seconds
 	renewAt time.Time
 }
 
-func newTokenSource(app config.App, now func() time.Time, hook SecretFileHook) *tokenSource {
-	s := &tokenSource{appID: app.AppID, ttl: time.Duration(app.TokenTTL), now: now, mint: app.UsesKey(), fixed: []byte(app.AppKey + app.Token)}
+func newTokenSource(app config.App, auth string, now func() time.Time, hook SecretFileHook) *tokenSource {
+	s := &tokenSource{appID: app.AppID, auth: auth, ttl: time.Duration(app.TokenTTL), now: now, mint: app.UsesKey(), fixed: []byte(app.AppKey + app.Token)}
 	if s.ttl <= 0 {
 		s.ttl = time.Duration(config.DefaultTokenTTL)
 	}
@@ -117,6 +118,7 @@ func newTokenSource(app config.App, now func() time.Time, hook SecretFileHook) *
 	return s
 }
 
+// get returns the value of the token's header.
 func (s *tokenSource) get() (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -131,14 +133,14 @@ func (s *tokenSource) get() (string, error) {
 	case len(secret) == 0:
 		return "", &Error{Reason: ReasonAuth, detail: "no credential"}
 	case !s.mint:
-		return string(secret), nil
+		return s.auth + string(secret), nil
 	case s.token == "" || changed || !now.Before(s.renewAt):
 		exp := max(now.Add(s.ttl).Unix(), s.exp+1) // later than the last: never the bytes of a refused token
 		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"appId": s.appID, "iat": now.Unix(), "exp": exp}).SignedString(secret)
 		if err != nil {
 			return "", &Error{Reason: ReasonAuth, detail: "signing the token failed"}
 		}
-		s.token, s.exp, s.renewAt = tok, exp, time.Unix(exp, 0).Add(-min(s.ttl/5, 5*time.Minute))
+		s.token, s.exp, s.renewAt = s.auth+tok, exp, time.Unix(exp, 0).Add(-min(s.ttl/5, 5*time.Minute))
 	}
 	return s.token, nil
 }

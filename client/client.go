@@ -42,7 +42,8 @@ type PoolOptions struct {
 type Pool struct {
 	http     *http.Client
 	base     *url.URL
-	auth     string // the header of the token: Authorization (Bearer) or Token
+	urls     map[string]string // of each endpoint
+	auth     string            // the header of the token: Authorization (Bearer) or Token
 	ua       []string
 	timeout  time.Duration
 	maxBytes int64
@@ -76,8 +77,13 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 			opts.OnSecretFileError(kind, path, err)
 		}
 	}
+	prefix := "Bearer "
 	if cfg.API.AuthHeader == config.AuthHeaderToken {
-		p.auth = "Token"
+		p.auth, prefix = "Token", ""
+	}
+	p.urls = make(map[string]string)
+	for _, ep := range []string{EndpointConversation, EndpointConcurrency, EndpointSessions, EndpointStop, EndpointStopAll} {
+		p.urls[ep] = base.JoinPath(ep).String()
 	}
 	follow := hc.CheckRedirect
 	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
@@ -93,7 +99,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		return nil
 	}
 	for _, app := range cfg.Apps {
-		p.clients[app.Name] = &Client{p: p, name: app.Name, appQuery: url.Values{"appId": {app.AppID}}.Encode(), tokens: newTokenSource(app, p.now, hook)}
+		p.clients[app.Name] = &Client{p: p, name: app.Name, appQuery: url.Values{"appId": {app.AppID}}.Encode(), tokens: newTokenSource(app, prefix, p.now, hook)}
 	}
 	return p, nil
 }
@@ -217,16 +223,13 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 	defer c.p.track(-1, false)
 	ctx, cancel := context.WithTimeout(ctx, c.p.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.p.base.JoinPath(endpoint).String()+"?"+query, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.p.urls[endpoint]+"?"+query, nil)
 	if err != nil {
 		return env, transportError(err)
 	}
 	tok, err := c.tokens.get()
 	if err != nil {
 		return env, err
-	}
-	if c.p.auth == "Authorization" {
-		tok = "Bearer " + tok
 	}
 	req.Header = http.Header{"Accept": {"application/json"}, "User-Agent": c.p.ua, c.p.auth: {tok}}
 	start := time.Now()
@@ -245,9 +248,9 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 		e = &Error{Reason: ReasonHTTP, Status: resp.StatusCode}
 		env.code = strconv.Itoa(resp.StatusCode) // what the status says, as a code
 	} else {
-		tooLarge := &Error{Reason: ReasonDecode, detail: ErrBodyTooLarge.Error(), err: ErrBodyTooLarge}
+		tooLarge := func() *Error { return &Error{Reason: ReasonDecode, detail: ErrBodyTooLarge.Error(), err: ErrBodyTooLarge} }
 		if resp.ContentLength > c.p.maxBytes {
-			return env, tooLarge
+			return env, tooLarge()
 		}
 		body := &io.LimitedReader{R: resp.Body, N: c.p.maxBytes + 1}
 		switch env, err = decodeEnvelope(json.NewDecoder(body), data); {
@@ -256,7 +259,7 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 		case err == nil:
 			e = &Error{Reason: ReasonAPI, Code: safeCode.FindString(env.code), detail: "success is false"}
 		case body.N <= 0:
-			return env, tooLarge
+			return env, tooLarge()
 		case ctx.Err() != nil:
 			return env, transportError(ctx.Err())
 		case isDecodeError(err):
