@@ -374,7 +374,7 @@ func (a *API) validate() error {
 	// Durations are never negative: model.Duration does not parse them.
 	if err := firstBroken(
 		rule{a.AuthHeader != AuthHeaderAuthorization && a.AuthHeader != AuthHeaderToken,
-			"api.auth_header", fmt.Sprintf("must be %q or %q", AuthHeaderAuthorization, AuthHeaderToken), strconv.Quote(a.AuthHeader)},
+			"api.auth_header", fmt.Sprintf("must be %q or %q", AuthHeaderAuthorization, AuthHeaderToken), "another value"}, // a token pasted here is not echoed
 		rule{a.Timeout == 0, "api.timeout", "must be greater than 0", a.Timeout},
 		rule{a.MaxConcurrency < 1 || a.MaxConcurrency > MaxMaxConcurrency,
 			"api.max_concurrency", fmt.Sprintf("must be between 1 and %d", MaxMaxConcurrency), a.MaxConcurrency},
@@ -510,9 +510,14 @@ var yamlTypeNames = strings.NewReplacer(
 
 // Values quoted in decoding errors are removed: a secret pasted in the wrong
 // place would be printed. The line number of a YAML error locates it.
+// So are the unknown field names that hold more than a name (`app_key:KEY`
+// with no space is one key) and the quoted parts of YAML syntax errors (an
+// alias `*KEY`).
 var (
-	quotedValue = regexp.MustCompile(`:? ?"(?:[^"\\]|\\.)*"`)
-	yamlValue   = regexp.MustCompile(`(cannot unmarshal \S+) .* (into )`)
+	quotedValue  = regexp.MustCompile(`:? ?"(?:[^"\\]|\\.)*"`)
+	yamlValue    = regexp.MustCompile(`(cannot unmarshal \S+) .* (into )`)
+	unknownField = regexp.MustCompile(`(field [A-Za-z0-9_-]*)[^A-Za-z0-9_-].* (not found in )`)
+	yamlQuoted   = regexp.MustCompile(`^(yaml: [^']*)'.*'`)
 )
 
 // locateError prefixes an error of a field's decoder (a duration, the HTTP
@@ -528,11 +533,12 @@ func locateError(where string, err error) error {
 func yamlError(err error) error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
-		return fmt.Errorf("parsing YAML: %w", err)
+		return fmt.Errorf("parsing YAML: %s", yamlQuoted.ReplaceAllString(err.Error(), "$1(…)"))
 	}
 	msgs := make([]string, len(te.Errors))
 	for i, m := range te.Errors {
-		msgs[i] = yamlTypeNames.Replace(yamlValue.ReplaceAllString(m, "$1 $2"))
+		m = unknownField.ReplaceAllString(yamlValue.ReplaceAllString(m, "$1 $2"), "$1… (a space missing after a colon?) $2")
+		msgs[i] = yamlTypeNames.Replace(m)
 	}
 	return fmt.Errorf("parsing YAML: %s", strings.Join(msgs, "; "))
 }

@@ -293,7 +293,7 @@ func TestInvalidConfigs(t *testing.T) {
 		{"invalid-token-ttl-with-token.yml", `app "x" (apps[0]): token_ttl is only used with app_key or app_key_file`},
 		{"invalid-token-ttl-too-small.yml", `app "x" (apps[0]): token_ttl: must be between 1m and 24h, got 30s`},
 		{"invalid-token-ttl-too-large.yml", `app "x" (apps[0]): token_ttl: must be between 1m and 24h`},
-		{"invalid-bad-auth-header.yml", `api.auth_header: must be "authorization" or "token", got "cookie"`},
+		{"invalid-bad-auth-header.yml", `api.auth_header: must be "authorization" or "token", got another value`},
 		{"invalid-base-url-relative.yml", "api.base_url: not a valid absolute URL (http or https)"},
 		{"invalid-base-url-ftp.yml", "api.base_url: not a valid absolute URL (http or https)"},
 		{"invalid-base-url-userinfo.yml", "api.base_url: must not contain user info"},
@@ -406,7 +406,7 @@ func TestInvalidInline(t *testing.T) {
 		{
 			"auth header is case sensitive",
 			"api: {auth_header: Authorization}\napps: [{name: a, app_id: '1', token: t}]",
-			`api.auth_header: must be "authorization" or "token", got "Authorization"`,
+			`api.auth_header: must be "authorization" or "token", got another value`,
 		},
 		{
 			"http client authorization",
@@ -533,4 +533,26 @@ func TestUsesKey(t *testing.T) {
 	assert.False(t, App{Token: "t"}.UsesKey())
 	assert.False(t, App{TokenFile: "f"}.UsesKey())
 	assert.False(t, App{}.UsesKey())
+}
+
+// A secret written where YAML reads a key, an alias or another setting is
+// not echoed by the error that follows.
+func TestErrorsNeverEchoAMisplacedSecret(t *testing.T) {
+	const key = "SECRET-APP-KEY-0123456789"
+	for name, doc := range map[string]string{
+		"no space after app_key:": "apps: [{name: a, app_id: '1', app_key:" + key + "}]\n",
+		"no space after token:":   "apps: [{name: a, app_id: '1', token:" + key + "}]\n",
+		"a key read as an alias":  "apps: [{name: a, app_id: '1', app_key: *" + key + "}]\n",
+		"an alias with a quote":   "apps: [{name: a, app_id: '1', app_key: *SEC'" + key + "}]\n",
+		"a token in auth_header":  "api: {auth_header: 'Bearer " + key + "'}\napps: [{name: a, app_id: '1', app_key: x}]\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(doc), "")
+			require.Error(t, err)
+			assert.NotContains(t, err.Error(), "0123456789")
+			assert.NotContains(t, err.Error(), "SEC")
+		})
+	}
+	_, err := Parse([]byte("apps: [{name: a, app_id: '1', app_key:"+key+"}]\n"), "")
+	assert.EqualError(t, err, "parsing YAML: line 1: field app_key… (a space missing after a colon?) not found in an entry of apps")
 }
