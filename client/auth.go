@@ -46,13 +46,13 @@ func (f *secretFile) read(now time.Time) ([]byte, bool, error) {
 	if f.value != nil && !f.reread && now.Sub(f.checked).Abs() < time.Minute {
 		return f.value, false, nil
 	}
-	f.checked = now
+	reread := f.reread
+	f.checked, f.reread = now, false
 	st, _ := os.Stat(f.path)
 	told := unchanged(st, f.bad) || st == nil && f.gone // refused as it is now
-	if f.value != nil && (told || !f.reread && unchanged(st, f.good)) {
+	if f.value != nil && (told || !reread && unchanged(st, f.good)) {
 		return f.value, false, nil
 	}
-	f.reread = false
 	b, err := readSecretFile(f.path)
 	if err != nil {
 		if !told {
@@ -135,7 +135,10 @@ func (s *tokenSource) get() (string, error) {
 	case !s.mint:
 		return s.auth + string(secret), nil
 	case s.token == "" || changed || !now.Before(s.renewAt):
-		exp := max(now.Add(s.ttl).Unix(), s.exp+1) // later than the last: never the bytes of a refused token
+		exp := now.Add(s.ttl).Unix()
+		if exp <= s.exp && exp > s.exp-60 {
+			exp = s.exp + 1 // never the bytes of a token refused within the minute; a clock gone back is followed
+		}
 		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"appId": s.appID, "iat": now.Unix(), "exp": exp}).SignedString(secret)
 		if err != nil {
 			return "", &Error{Reason: ReasonAuth, detail: "signing the token failed"}

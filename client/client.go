@@ -83,7 +83,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	}
 	p.urls = make(map[string]string)
 	for _, ep := range []string{EndpointConversation, EndpointConcurrency, EndpointSessions, EndpointStop, EndpointStopAll} {
-		p.urls[ep] = base.JoinPath(ep).String()
+		p.urls[ep] = cfg.API.BaseURL + "/" + ep // the base path as written: url.JoinPath would clean it
 	}
 	follow := hc.CheckRedirect
 	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
@@ -141,8 +141,8 @@ func (c *Client) RetryAfter() time.Time {
 }
 
 // backOff stops calls for d (a minute when not said), and returns it.
-func (c *Client) backOff(d time.Duration) time.Duration {
-	if d <= 0 {
+func (c *Client) backOff(d time.Duration, said bool) time.Duration {
+	if !said {
 		d = time.Minute
 	}
 	c.mu.Lock()
@@ -151,19 +151,20 @@ func (c *Client) backOff(d time.Duration) time.Duration {
 	return d
 }
 
-// parseRetryAfter reads seconds or an HTTP date, clamped to [0, 1h] first.
-func parseRetryAfter(v string, now time.Time) time.Duration {
+// parseRetryAfter reads seconds or an HTTP date, clamped to [0, 1h] first,
+// and whether it could.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if n, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
-		return time.Duration(min(n, 3600)) * time.Second // ParseUint gives its maximum when out of range
+		return time.Duration(min(n, 3600)) * time.Second, true // ParseUint gives its maximum when out of range
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if limit := now.Add(time.Hour); t.After(limit) {
 			t = limit
 		}
-		return max(t.Sub(now), 0)
+		return max(t.Sub(now), 0), true
 	}
-	return 0
+	return 0, false
 }
 
 // Concurrency returns the app's concurrency status (GET /getconcurrentNumber?appId=).
@@ -248,7 +249,9 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 		e = &Error{Reason: ReasonHTTP, Status: resp.StatusCode}
 		env.code = strconv.Itoa(resp.StatusCode) // what the status says, as a code
 	} else {
-		tooLarge := func() *Error { return &Error{Reason: ReasonDecode, detail: ErrBodyTooLarge.Error(), err: ErrBodyTooLarge} }
+		tooLarge := func() *Error {
+			return &Error{Reason: ReasonDecode, detail: ErrBodyTooLarge.Error(), err: ErrBodyTooLarge}
+		}
 		if resp.ContentLength > c.p.maxBytes {
 			return env, tooLarge()
 		}

@@ -831,3 +831,73 @@ func TestCloseClosesTheConnectionsOnceTheLastCallHasEnded(t *testing.T) {
 		t.Fatal("the connection of a call after Close is still open")
 	}
 }
+
+// docs/platform-api.md#minted-tokens: tokens are minted "with a lifetime of
+// token_ttl". When the clock has gone back (an NTP step) and the platform
+// refuses the token, the next one must still live token_ttl, not token_ttl
+// plus the step.
+func TestAfterTheClockWentBackANewTokenLivesTokenTTL(t *testing.T) {
+	f := newFixture(t, config.AuthHeaderAuthorization)
+	c := f.client(t)
+	_, err := c.Concurrency(context.Background())
+	require.NoError(t, err)
+
+	f.clock.Add(-2 * time.Hour)
+	f.faults.SetFault(appID, "", platformtest.Fault{Kind: platformtest.FaultUnauthorized401, Times: 1})
+	_, err = c.Concurrency(context.Background())
+	require.Equal(t, client.ReasonAuth, client.Reason(err))
+	_, _ = c.Concurrency(context.Background()) // the simulator's clock did not go back: it may refuse
+
+	claims := jwt.MapClaims{}
+	_, _, err = jwt.NewParser().ParseUnverified(f.lastToken(), claims)
+	require.NoError(t, err)
+	iat, exp := claims["iat"].(float64), claims["exp"].(float64)
+	assert.EqualValues(t, f.clock.Now().Unix(), iat)
+	assert.InDelta(t, (30 * time.Minute).Seconds(), exp-iat, 1, "lifetime of the token minted after the refusal (exp - iat)")
+}
+
+// docs/platform-api.md#rate-limits: "An HTTP 429 is honoured: its
+// Retry-After (seconds or an HTTP date; one minute when absent or
+// unreadable) stops every call of that app until it has passed". A
+// Retry-After of 0 seconds, or a date already past, has passed at once.
+func TestARetryAfterAlreadyPassedStopsNothing(t *testing.T) {
+	f := newFixture(t, config.AuthHeaderAuthorization)
+	for _, v := range []string{"0", f.clock.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", v)
+			w.WriteHeader(http.StatusTooManyRequests)
+		}))
+		f.cfg.API.BaseURL = srv.URL
+		c := f.client(t)
+		_, err := c.Concurrency(context.Background())
+		srv.Close()
+		require.Equal(t, client.ReasonRateLimited, client.Reason(err), v)
+		assert.True(t, c.RetryAfter().IsZero(), "Retry-After %q: calls stopped until %v (%v from now)", v, c.RetryAfter(), c.RetryAfter().Sub(f.clock.Now()))
+	}
+}
+
+// docs/platform-api.md#base-url: "Every operation is a path appended to one
+// base URL". A base path the client rewrites (empty segments collapsed, dot
+// segments resolved) calls another address than the one configured.
+func TestEndpointsAreAppendedToTheBasePathAsWritten(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.EscapedPath())
+		mu.Unlock()
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	for _, base := range []string{"/gw//sdk/v2", "/gw/sdk/v2/.."} {
+		cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\napps: [{name: a, app_id: '1', app_key: k}]\n", srv.URL+base)), "")
+		require.NoError(t, err)
+		pool, err := client.NewPool(cfg, client.PoolOptions{})
+		require.NoError(t, err)
+		_, _ = pool.Client("a").Concurrency(context.Background())
+		pool.Close()
+		mu.Lock()
+		assert.Equal(t, base+"/getconcurrentNumber", paths[len(paths)-1])
+		mu.Unlock()
+	}
+}

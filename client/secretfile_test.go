@@ -222,3 +222,34 @@ func TestSecretFileErrorsSeriesExistFromTheStart(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{client.SecretKey, client.SecretToken}, kinds)
 }
+
+// docs/platform-api.md#secret-files: key files are looked at "at most once a
+// minute", and read again "before the next call after the platform refused
+// the credentials". After a refusal while the file is a refused (bad) one,
+// the file must go back to being looked at once a minute.
+func TestAfterARefusalABadFileIsLookedAtOnceAMinuteAgain(t *testing.T) {
+	e := newSecretFileEnv(t, client.SecretKey)
+	_, err := e.c.Concurrency(context.Background())
+	require.NoError(t, err)
+
+	e.replace(t, func(p string) error { return os.WriteFile(p, []byte(" \n"), 0o600) }) // empty: refused
+	e.later()
+	_, err = e.c.Concurrency(context.Background())
+	require.NoError(t, err, "the last good key stays in use")
+	require.Equal(t, 1.0, e.refusals(t))
+
+	e.rotateKey("rotated") // the platform refuses the key in use once
+	_, err = e.c.Concurrency(context.Background())
+	require.Equal(t, client.ReasonAuth, client.Reason(err))
+	e.rotateKey(appKey) // and accepts it again
+	_, err = e.c.Concurrency(context.Background())
+	require.NoError(t, err, "the call after the refusal read the file again (still bad) and minted anew")
+
+	// Within the same minute, no refusal since: the file is not looked at.
+	e.replace(t, func(p string) error { return os.Mkdir(p, 0o700) })
+	for range 3 {
+		_, err = e.c.Concurrency(context.Background())
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 1.0, e.refusals(t), "the file was looked at again within the minute, with no refusal since")
+}
