@@ -172,9 +172,11 @@ func (c *Client) Concurrency(ctx context.Context) (*Concurrency, error) {
 	return getObject[Concurrency](ctx, c, EndpointConcurrency, c.appQuery)
 }
 
-// Conversation returns a conversation's details (GET /getConversationById?conversationId=).
-func (c *Client) Conversation(ctx context.Context, id string) (*Conversation, error) {
-	return getObject[Conversation](ctx, c, EndpointConversation, url.Values{"conversationId": {id}}.Encode())
+// GetConversation decodes a conversation's details (GET
+// /getConversationById?conversationId=) into T, which holds the fields its
+// caller uses (docs/platform-api.md#conversation).
+func GetConversation[T any](ctx context.Context, c *Client, id string) (*T, error) {
+	return getObject[T](ctx, c, EndpointConversation, url.Values{"conversationId": {id}}.Encode())
 }
 
 // getObject calls an endpoint whose data is one object, not null.

@@ -255,7 +255,7 @@ func TestACallAllocatesAtMostDecodeFactorTimesMaxResponseBytes(t *testing.T) {
 			case strings.Contains(tc.name, "session"):
 				_, err = allSessions(c)
 			case strings.Contains(tc.name, "conversation"):
-				_, err = c.Conversation(context.Background(), "1")
+				_, err = client.GetConversation[struct{}](context.Background(), c, "1")
 			default:
 				_, err = c.Concurrency(context.Background())
 			}

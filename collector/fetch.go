@@ -73,9 +73,9 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	var wg sync.WaitGroup
 	for _, id := range st.due(r.started, time.Duration(set.api.ConversationRefresh), time.Minute) {
 		wg.Go(func() {
-			var conv *client.Conversation
+			var conv *conversationDetails
 			err := e.call(st, c, set, client.EndpointConversation, func(ctx context.Context) (err error) {
-				conv, err = c.Conversation(ctx, id)
+				conv, err = client.GetConversation[conversationDetails](ctx, c, id)
 				return err
 			})
 			st.recordConversation(id, conv, err, e.opts.Now())

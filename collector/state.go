@@ -106,9 +106,16 @@ func (st *appState) due(now time.Time, refresh, retry time.Duration) []string {
 	return due
 }
 
+// conversationDetails are the fields of getConversationById the collector uses.
+type conversationDetails struct {
+	ConversationName, Language string
+	MaxConversation            int
+	DetailDto                  struct{ ModelName, TtsName string }
+}
+
 // recordConversation keeps the details of a successful refresh; on failure
 // the last good ones stay.
-func (st *appState) recordConversation(id string, d *client.Conversation, err error, now time.Time) {
+func (st *appState) recordConversation(id string, d *conversationDetails, err error, now time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.countError(err)

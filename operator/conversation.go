@@ -25,7 +25,7 @@ func runConversationShow(ctx context.Context, env *cli, o conversationShowOption
 		return code
 	}
 	defer pool.Close()
-	conv, err := c.Conversation(ctx, o.id)
+	conv, err := client.GetConversation[Conversation](ctx, c, o.id)
 	if err != nil {
 		if client.IsNotFound(err) {
 			return env.failf(exitNotFound, "conversation %s of app %s: not found: %s", o.id, o.app, describeError(err))
@@ -72,7 +72,7 @@ func orNone(p *string) string {
 }
 
 // writeConversation prints a conversation's configuration for people.
-func writeConversation(w io.Writer, app string, c *client.Conversation) {
+func writeConversation(w io.Writer, app string, c *Conversation) {
 	t := textWriter{w}
 	fmt.Fprintf(w, "Conversation %s of app %s\n", printable(c.ID, 128), app)
 	t.field("name", c.ConversationName)
@@ -163,25 +163,25 @@ func name(v int, unknown string, names ...string) string {
 
 type scriptGroup struct {
 	name    string
-	scripts []client.ScriptEntry
+	scripts []ScriptEntry
 }
 
 // groupScripts groups scripts by type: the named types in their order
 // (docs/platform-api.md), then any other type by number.
-func groupScripts(scripts []client.ScriptEntry) []scriptGroup {
-	byType := map[client.ScriptType][]client.ScriptEntry{}
+func groupScripts(scripts []ScriptEntry) []scriptGroup {
+	byType := map[ScriptType][]ScriptEntry{}
 	for _, s := range scripts {
 		byType[s.ScriptType] = append(byType[s.ScriptType], s)
 	}
 	var groups []scriptGroup
 	for i, n := range scriptTypeNames {
-		typ := client.ScriptType(i)
+		typ := ScriptType(i)
 		if list := byType[typ]; len(list) > 0 {
 			groups = append(groups, scriptGroup{name: n, scripts: list})
 			delete(byType, typ)
 		}
 	}
-	var others []client.ScriptType
+	var others []ScriptType
 	for typ := range byType {
 		others = append(others, typ)
 	}

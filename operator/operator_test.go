@@ -23,7 +23,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/duix-exporter/duix_exporter/client"
 	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
@@ -340,7 +339,7 @@ func TestConversationShowJSON(t *testing.T) {
 	p := startPlatform(t)
 	res := p.run(t, nil, "conversation", "show", "--app=support-desk", "--id=1082", "--output=json")
 	require.Equal(t, exitOK, res.code)
-	var conv client.Conversation
+	var conv Conversation
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &conv), res.stdout)
 	assert.Equal(t, "1082", conv.ID)
 	assert.Equal(t, "技术支持", conv.ConversationName)
@@ -348,7 +347,7 @@ func TestConversationShowJSON(t *testing.T) {
 	assert.Equal(t, "guina", conv.DetailDto.TtsName)
 	assert.Equal(t, "chatbot_law", conv.ModelDtoList[0].LargeName)
 	assert.Len(t, conv.ScriptDtoList, 8)
-	assert.Equal(t, client.ScriptOpeningLine, conv.ScriptDtoList[1].ScriptType)
+	assert.Equal(t, ScriptOpeningLine, conv.ScriptDtoList[1].ScriptType)
 }
 
 func TestConversationShowErrors(t *testing.T) {
