@@ -17,8 +17,9 @@ import (
 
 // Kinds of secret file, the kind label of duix_exporter_secret_file_errors_total.
 const (
-	SecretKey   = "key"
-	SecretToken = "token"
+	SecretKey    = "key"
+	SecretToken  = "token"
+	SecretHeader = "header" // a file of api.http_client.http_headers
 )
 
 // SecretFileHook is told when a changed key or token file is refused (not a
@@ -43,7 +44,7 @@ func unchanged(a, b os.FileInfo) bool {
 
 // read returns the secret (nil while none was good) and whether it changed.
 func (f *secretFile) read(now time.Time) ([]byte, bool, error) {
-	if f.value != nil && !f.reread && now.Sub(f.checked).Abs() < time.Minute {
+	if f.value != nil && (f.path == "" || !f.reread && now.Sub(f.checked).Abs() < time.Minute) { // no path: a value of the configuration
 		return f.value, false, nil
 	}
 	reread := f.reread
@@ -167,4 +168,21 @@ func sameOrigin(a, b *url.URL) bool {
 		return map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
 	}
 	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+}
+
+// header is a secret value of http_headers, or a file of them.
+type header struct {
+	name string
+	mu   sync.Mutex
+	f    *secretFile
+}
+
+func (h *header) get(now time.Time) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v, _, err := h.f.read(now)
+	if v == nil {
+		return "", &Error{Reason: ReasonAuth, detail: "no usable http_headers file for " + h.name, err: err}
+	}
+	return string(v), nil
 }

@@ -43,6 +43,7 @@ type Pool struct {
 	http     *http.Client
 	base     *url.URL
 	urls     map[string]string // of each endpoint
+	headers  []*header         // the secret http_headers
 	auth     string            // the header of the token: Authorization (Bearer) or Token
 	ua       []string
 	timeout  time.Duration
@@ -61,11 +62,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	if err != nil {
 		return nil, errors.New("api.base_url: not a valid URL")
 	}
-	hc, err := promconfig.NewClientFromConfig(cfg.API.HTTPClientConfig, "duix_exporter", promconfig.WithIdleConnTimeout(90*time.Second))
-	if err != nil {
-		return nil, err
-	}
-	p := &Pool{http: hc, base: base, auth: "Authorization", ua: []string{opts.UserAgent},
+	p := &Pool{base: base, auth: "Authorization", ua: []string{opts.UserAgent},
 		timeout: time.Duration(cfg.API.Timeout), maxBytes: cfg.API.MaxResponseBytes, metrics: opts.Metrics, now: opts.Now,
 		clients: make(map[string]*Client, len(cfg.Apps))}
 	if p.now == nil {
@@ -77,6 +74,26 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 			opts.OnSecretFileError(kind, path, err)
 		}
 	}
+	// Secret http_headers are the client's, so that they stay on base_url's
+	// origin and a file is read as a key file is: prometheus/common would
+	// send them on every hop and block on a FIFO. Plain values are common's.
+	hcfg := cfg.API.HTTPClientConfig
+	if hh := hcfg.HTTPHeaders; hh != nil {
+		hcfg.HTTPHeaders = &promconfig.Headers{Headers: map[string]promconfig.Header{}}
+		for name, h := range hh.Headers {
+			hcfg.HTTPHeaders.Headers[name] = promconfig.Header{Values: h.Values}
+			for _, v := range h.Secrets {
+				p.headers = append(p.headers, &header{name: name, f: &secretFile{value: []byte(v)}})
+			}
+			for _, path := range h.Files {
+				p.headers = append(p.headers, &header{name: name, f: &secretFile{path: path, kind: SecretHeader, hook: hook}})
+			}
+		}
+	}
+	if p.http, err = promconfig.NewClientFromConfig(hcfg, "duix_exporter", promconfig.WithIdleConnTimeout(90*time.Second)); err != nil {
+		return nil, err
+	}
+	hc := p.http
 	prefix := "Bearer "
 	if cfg.API.AuthHeader == config.AuthHeaderToken {
 		p.auth, prefix = "Token", ""
@@ -89,6 +106,9 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if !sameOrigin(req.URL, base) || slices.ContainsFunc(via, func(r *http.Request) bool { return !sameOrigin(r.URL, base) }) {
 			req.Header.Del(p.auth) // never past base_url's origin, nor back: net/http would only drop Authorization for another host
+			for _, h := range p.headers {
+				req.Header.Del(h.name)
+			}
 		}
 		switch {
 		case follow != nil:
@@ -235,6 +255,13 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 		return env, err
 	}
 	req.Header = http.Header{"Accept": {"application/json"}, "User-Agent": c.p.ua, c.p.auth: {tok}}
+	for _, h := range c.p.headers {
+		v, err := h.get(c.p.now())
+		if err != nil {
+			return env, err
+		}
+		req.Header.Add(h.name, v)
+	}
 	start := time.Now()
 	resp, err := c.p.http.Do(req)
 	if err != nil {

@@ -32,8 +32,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Times a changed app key file (kind=\"key\") or token file (kind=\"token\") was refused (not a regular file, larger than 64 KiB, empty, unreadable or gone); the last good secret stays in use.",
 		}, []string{"kind"}),
 	}
-	m.secretFileErrors.WithLabelValues(SecretKey) // both series from the start
+	m.secretFileErrors.WithLabelValues(SecretKey) // every series from the start
 	m.secretFileErrors.WithLabelValues(SecretToken)
+	m.secretFileErrors.WithLabelValues(SecretHeader)
 	if reg != nil {
 		reg.MustRegister(m.requests, m.duration, m.secretFileErrors)
 	}

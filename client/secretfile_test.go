@@ -220,7 +220,7 @@ func TestSecretFileErrorsSeriesExistFromTheStart(t *testing.T) {
 			}
 		}
 	}
-	assert.ElementsMatch(t, []string{client.SecretKey, client.SecretToken}, kinds)
+	assert.ElementsMatch(t, []string{client.SecretKey, client.SecretToken, client.SecretHeader}, kinds)
 }
 
 // docs/platform-api.md#secret-files: key files are looked at "at most once a
