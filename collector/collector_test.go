@@ -751,3 +751,75 @@ func TestOutOfTimeScrapeReportsTheAppsThatAnswered(t *testing.T) {
 	assert.Contains(t, body, `duix_up{app="b"} 1`)
 	assert.Contains(t, body, `duix_up{app="c"} 1`)
 }
+
+// One app's platform stalls (every call runs out of api.timeout) and the
+// app watches 14 conversations: its refreshes are made one at a time, so
+// its calls hold at most three slots of api.max_concurrency and a healthy
+// app is still fetched within a scrape timeout above api.timeout.
+func TestAStalledAppWithManyConversationsLeavesSlotsToTheOthers(t *testing.T) {
+	const slowID, okID = "1790000000000000900", "1790000000000000901"
+	sim := simulator.New()
+	sim.AddApp(simulator.App{ID: slowID, Key: "slow-key", Allowance: 5})
+	sim.AddApp(simulator.App{ID: okID, Key: "ok-key", Allowance: 7})
+	var convs []string
+	for i := range 14 {
+		id := fmt.Sprintf("slow-%d", i)
+		convs = append(convs, id)
+		require.NoError(t, sim.AddConversation(slowID, simulator.NewConversation(id, id, 2)))
+	}
+	var stalled atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Get("appId") == slowID || strings.HasPrefix(q.Get("conversationId"), "slow-") {
+			stalled.Add(1)
+			<-r.Context().Done() // the stalled platform: no answer
+			return
+		}
+		sim.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	cfg := &config.Config{API: config.DefaultAPI, Sessions: config.DefaultSessions}
+	cfg.API.BaseURL = srv.URL + simulator.BasePath
+	cfg.API.Timeout = model.Duration(time.Second) // scrape timeout (3s) above it, as advised
+	cfg.API.MaxConcurrency = 4
+	cfg.Apps = []config.App{
+		{Name: "slow", AppID: slowID, AppKey: "slow-key", TokenTTL: config.DefaultTokenTTL, Conversations: convs},
+		{Name: "ok", AppID: okID, AppKey: "ok-key", TokenTTL: config.DefaultTokenTTL},
+	}
+	exp := collector.New(collector.Options{Metrics: client.NewMetrics(prometheus.NewRegistry())})
+	require.NoError(t, exp.Apply(cfg))
+
+	// A /probe of the slow app is under way (its calls hold every slot)...
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(exp.Collector(ctx, "slow"))
+		_, _ = reg.Gather()
+	}()
+	require.Eventually(t, func() bool { return stalled.Load() >= 4 }, 5*time.Second, 5*time.Millisecond)
+
+	// ... when /metrics is scraped with a scrape timeout of 3s.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	rec := httptest.NewRecorder()
+	handlerFor(exp, nil, 0).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil).WithContext(ctx))
+	require.Equal(t, http.StatusOK, rec.Code)
+	body := rec.Body.String()
+	assert.True(t, strings.Contains(body, `duix_up{app="ok"} 1`), "the healthy app lost its scrape to the stalled one:\n%s", grepLines(body, "duix_up{", "duix_scrape_errors_total{"))
+	assert.Contains(t, body, `duix_up{app="slow"} 0`)
+}
+
+func grepLines(body string, prefixes ...string) string {
+	var out []string
+	for _, l := range strings.Split(body, "\n") {
+		for _, p := range prefixes {
+			if strings.HasPrefix(l, p) {
+				out = append(out, l)
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
+

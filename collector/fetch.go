@@ -71,14 +71,16 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	st.mu.Unlock()
 	r, begun := &result{started: e.opts.Now()}, time.Now()
 	var wg sync.WaitGroup
-	for _, id := range st.due(r.started, time.Duration(set.api.ConversationRefresh), time.Minute) {
-		wg.Go(func() {
-			var conv *conversationDetails
-			err := e.call(st, c, set, client.EndpointConversation, func(ctx context.Context) (err error) {
-				conv, err = client.GetConversation[conversationDetails](ctx, c, id)
-				return err
-			})
-			st.recordConversation(id, conv, err, e.opts.Now())
+	if due := st.due(r.started, time.Duration(set.api.ConversationRefresh), time.Minute); len(due) > 0 {
+		wg.Go(func() { // one at a time: an app's calls hold at most three slots
+			for _, id := range due {
+				var conv *conversationDetails
+				err := e.call(st, c, set, client.EndpointConversation, func(ctx context.Context) (err error) {
+					conv, err = client.GetConversation[conversationDetails](ctx, c, id)
+					return err
+				})
+				st.recordConversation(id, conv, err, e.opts.Now())
+			}
 		})
 	}
 	wg.Go(func() {

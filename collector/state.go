@@ -113,8 +113,7 @@ type conversationDetails struct {
 	DetailDto                  struct{ ModelName, TtsName string }
 }
 
-// recordConversation keeps the details of a successful refresh; on failure
-// the last good ones stay.
+// recordConversation keeps the details of a successful refresh, else the last good.
 func (st *appState) recordConversation(id string, d *conversationDetails, err error, now time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
