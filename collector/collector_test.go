@@ -822,4 +822,3 @@ func grepLines(body string, prefixes ...string) string {
 	}
 	return strings.Join(out, "\n")
 }
-
