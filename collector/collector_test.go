@@ -465,13 +465,16 @@ func TestStatuses(t *testing.T) {
 	assert.True(t, strings.HasPrefix(st[1].LastError, "http: "), st[1].LastError)
 }
 
-// An app's calls are made at once when max_concurrency allows: the
-// platform holds every answer until all six calls of the app (two, and
-// four conversations due at the first scrape) have arrived.
-func TestTheCallsOfOneAppAreMadeAtOnce(t *testing.T) {
+// An app's calls are made side by side when max_concurrency allows, its
+// conversation refreshes one at a time: the platform holds every answer
+// until getconcurrentNumber, getconcurrentList and the first of the four
+// conversations due at the first scrape have arrived, and no other comes.
+func TestTheCallsOfOneAppAreMadeSideBySide(t *testing.T) {
 	e := newGatedEnv(t, appDef{"a", "app-a", "key-a", 5, []string{"c1", "c2", "c3", "c4"}})
 	scrape := e.scrapeAsync(t, context.Background())
-	waitFor(t, "all six calls reach the platform", func() bool { return e.gate.arrived.Load() == 6 })
+	waitFor(t, "three calls reach the platform", func() bool { return e.gate.arrived.Load() == 3 })
+	time.Sleep(50 * time.Millisecond)
+	assert.EqualValues(t, 3, e.gate.arrived.Load(), "one conversation at a time")
 	e.gate.release()
 	lines := strings.Split(receive(t, scrape), "\n")
 	assert.Contains(t, lines, `duix_up{app="a"} 1`)
