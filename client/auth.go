@@ -2,8 +2,6 @@ package client
 
 import (
 	"bytes"
-	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -54,7 +52,7 @@ func (f *secretFile) read(now time.Time) ([]byte, bool, error) {
 	if f.value != nil && (told || !reread && unchanged(st, f.good)) {
 		return f.value, false, nil
 	}
-	b, err := readSecretFile(f.path)
+	b, err := config.ReadSecretFile(f.path)
 	if err != nil {
 		if !told {
 			f.hook(f.kind, f.path, err)
@@ -65,27 +63,6 @@ func (f *secretFile) read(now time.Time) ([]byte, bool, error) {
 	changed := !bytes.Equal(b, f.value)
 	f.value, f.good, f.bad, f.gone = b, st, nil, false
 	return b, changed, nil
-}
-
-// readSecretFile reads a regular file (opened without blocking, so that a
-// FIFO cannot hang the caller) of at most 64 KiB, not empty once trimmed.
-func readSecretFile(path string) ([]byte, error) {
-	const maxBytes = 64 << 10
-	fd, _, err := config.OpenSecretFile(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fd.Close()
-	b, err := io.ReadAll(io.LimitReader(fd, maxBytes+1))
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("reading %s failed", path)
-	case len(b) > maxBytes:
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxBytes)
-	case len(bytes.TrimSpace(b)) == 0:
-		return nil, fmt.Errorf("%s is empty", path)
-	}
-	return bytes.Clone(bytes.TrimSpace(b)), nil // not the rest of ReadAll's buffer
 }
 
 // tokenSource gives an app's token: a JWT (HS256; appId, iat, exp) minted

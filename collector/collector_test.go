@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -824,4 +826,39 @@ func grepLines(body string, prefixes ...string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// A reload while an app's key file is being rewritten (empty for now) is
+// refused, as any reload of a file that is not good: the configuration in
+// force, and the last good key with it, stay in use.
+func TestAReloadWhileAKeyFileIsEmptyKeepsTheLastGoodKey(t *testing.T) {
+	const id, key = "1790000000000000902", "adv-key-0123456789"
+	sim := simulator.New()
+	sim.AddApp(simulator.App{ID: id, Key: key, Allowance: 5})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "a.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(key+"\n"), 0o600))
+	yml := fmt.Sprintf("api: {base_url: %q}\napps: [{name: a, app_id: %q, app_key_file: a.key}]\n", srv.URL+simulator.BasePath, id)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "duix.yml"), []byte(yml), 0o600))
+
+	reg := prometheus.NewRegistry()
+	exp := collector.New(collector.Options{Metrics: client.NewMetrics(reg)})
+	sc := config.NewSafeConfig(prometheus.NewRegistry())
+	sc.Subscribe(exp.Apply)
+	require.NoError(t, sc.ReloadConfig(filepath.Join(dir, "duix.yml"), nil))
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		handlerFor(exp, nil, 0).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		return rec.Body.String()
+	}
+	require.Contains(t, scrape(), `duix_up{app="a"} 1`)
+
+	require.NoError(t, os.WriteFile(keyFile, nil, 0o600)) // being rewritten
+	require.Contains(t, scrape(), `duix_up{app="a"} 1`, "the last good key stays in use")
+	err := sc.ReloadConfig(filepath.Join(dir, "duix.yml"), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "a.key is empty")
+	assert.Contains(t, scrape(), `duix_up{app="a"} 1`, "the last good key stays in use after the refused reload")
 }

@@ -3,6 +3,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -405,9 +406,14 @@ func (a *API) validate() error {
 		}
 	}
 	if hc.HTTPHeaders != nil {
-		for name := range hc.HTTPHeaders.Headers {
+		for name, h := range hc.HTTPHeaders.Headers {
 			if strings.EqualFold(name, "Authorization") || strings.EqualFold(name, "Token") {
 				return fmt.Errorf("api.http_client.http_headers: header %q must not be set: %s", name, perApp)
+			}
+			for _, path := range h.Files {
+				if _, err := ReadSecretFile(path); err != nil {
+					return fmt.Errorf("api.http_client.http_headers: header %q: %w", name, err)
+				}
 			}
 		}
 	}
@@ -435,11 +441,9 @@ func (a *App) validate() error {
 		return fmt.Errorf("exactly one of app_key, app_key_file, token, token_file must be set, found %s", found)
 	}
 	if path := a.AppKeyFile + a.TokenFile; path != "" { // at most one is set
-		f, _, err := OpenSecretFile(path)
-		if err != nil {
+		if _, err := ReadSecretFile(path); err != nil { // a reload then keeps the last good secret in use
 			return fmt.Errorf("%s: %w", creds[0], err)
 		}
-		_ = f.Close()
 	}
 
 	switch {
@@ -466,6 +470,28 @@ func (a *App) validate() error {
 		seen[id] = i
 	}
 	return nil
+}
+
+// ReadSecretFile reads a key, token or header file: a regular file (opened
+// without blocking, so that a FIFO cannot hang the caller) of at most 64
+// KiB, not empty once trimmed; the error names the file, never its content.
+func ReadSecretFile(path string) ([]byte, error) {
+	const maxBytes = 64 << 10
+	fd, _, err := OpenSecretFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fd.Close()
+	b, err := io.ReadAll(io.LimitReader(fd, maxBytes+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reading %s failed", path)
+	case len(b) > maxBytes:
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxBytes)
+	case len(bytes.TrimSpace(b)) == 0:
+		return nil, fmt.Errorf("%s is empty", path)
+	}
+	return bytes.Clone(bytes.TrimSpace(b)), nil // not the rest of ReadAll's buffer
 }
 
 // OpenSecretFile opens a key or token file for reading. It refuses what is

@@ -503,6 +503,8 @@ func TestUnreadableKeyFile(t *testing.T) {
 		"dangling symlink":     {func(p string) error { return os.Symlink(p+".nowhere", p) }, "app_key_file: stat %s: no such file or directory"},
 		"symlink to /dev/zero": {func(p string) error { return os.Symlink("/dev/zero", p) }, `app_key_file: "%s" is not a regular file`},
 		"unreadable":           {func(p string) error { return os.WriteFile(p, []byte("SECRET-unreadable"), 0o000) }, "app_key_file: open %s: permission denied"},
+		"empty":                {func(p string) error { return os.WriteFile(p, []byte(" \n"), 0o600) }, "app_key_file: %s is empty"},
+		"over 64 KiB":          {func(p string) error { return os.WriteFile(p, []byte(strings.Repeat("SECRET", 11000)), 0o600) }, "app_key_file: %s is larger than 65536 bytes"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -555,4 +557,25 @@ func TestErrorsNeverEchoAMisplacedSecret(t *testing.T) {
 	}
 	_, err := Parse([]byte("apps: [{name: a, app_id: '1', app_key:"+key+"}]\n"), "")
 	assert.EqualError(t, err, "parsing YAML: line 1: field app_key… (a space missing after a colon?) not found in an entry of apps")
+}
+
+// A file of http_headers is checked as a key file is, at load and reload.
+func TestHeaderFilesAreCheckedAtLoad(t *testing.T) {
+	for name, mk := range map[string]func(p string) error{
+		"fifo":  func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"empty": func(p string) error { return os.WriteFile(p, []byte("\n"), 0o600) },
+		"gone":  func(string) error { return nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			tmp := t.TempDir()
+			require.NoError(t, mk(filepath.Join(tmp, "h")))
+			_, err := Parse([]byte("api: {http_client: {http_headers: {X-Gate: {files: [h]}}}}\napps: [{name: a, app_id: '1', app_key: k}]"), tmp)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), `api.http_client.http_headers: header "X-Gate": `)
+		})
+	}
+	tmp := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(tmp, "h"), []byte(secretMarker+"-gate\n"), 0o600))
+	_, err := Parse([]byte("api: {http_client: {http_headers: {X-Gate: {files: [h]}}}}\napps: [{name: a, app_id: '1', app_key: k}]"), tmp)
+	assert.NoError(t, err)
 }
