@@ -20,11 +20,11 @@ const (
 	SecretHeader = "header" // a file of api.http_client.http_headers
 )
 
-// SecretFileHook is told when a changed key or token file is refused (not a
+// SecretFileHook is told when a changed key, token or header file is refused (not a
 // regular file, over 64 KiB, empty, unreadable, gone); err never holds its content.
 type SecretFileHook func(kind, path string, err error)
 
-// secretFile is a key or token file, looked at once a minute and read
+// secretFile is a key, token or header file, looked at once a minute and read
 // again when it changed, or at once after the platform refused it; a bad
 // one is reported once, the last good kept.
 type secretFile struct {

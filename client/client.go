@@ -34,7 +34,7 @@ type PoolOptions struct {
 	Metrics           *Metrics // instruments every call (nil: none)
 	UserAgent         string
 	Now               func() time.Time // the clock of tokens and Retry-After (nil: time.Now)
-	OnSecretFileError SecretFileHook   // told, for logging, of a refused key or token file (nil: none)
+	OnSecretFileError SecretFileHook   // told, for logging, of a refused key, token or header file (nil: none)
 }
 
 // Pool holds one Client per configured app, sharing one HTTP client of
