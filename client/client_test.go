@@ -357,10 +357,16 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 }
 
 // A Retry-After too large for a duration is an hour, as is any longer
-// than that, in seconds or as a date.
-func TestRetryAfterIsAtMostAnHour(t *testing.T) {
+// than that, in seconds or as a date; one of 0 seconds, or a date already
+// past, has passed at once (the minute is for an absent or unreadable one).
+func TestRetryAfterIsAtMostAnHourAndAPastOneStopsNothing(t *testing.T) {
 	f := newFixture(t, config.AuthHeaderAuthorization)
-	for _, v := range []string{"18446744074", "99999999999999999999999", "7200", f.clock.Now().Add(3 * time.Hour).UTC().Format(http.TimeFormat)} {
+	now := f.clock.Now()
+	for v, until := range map[string]time.Time{
+		"18446744074": now.Add(time.Hour), "99999999999999999999999": now.Add(time.Hour), "7200": now.Add(time.Hour),
+		now.Add(3 * time.Hour).UTC().Format(http.TimeFormat): now.Add(time.Hour),
+		"0": {}, now.Add(-time.Hour).UTC().Format(http.TimeFormat): {},
+	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", v)
 			w.WriteHeader(http.StatusTooManyRequests)
@@ -370,7 +376,7 @@ func TestRetryAfterIsAtMostAnHour(t *testing.T) {
 		_, err := c.Concurrency(context.Background())
 		srv.Close()
 		assert.Equal(t, client.ReasonRateLimited, client.Reason(err), v)
-		assert.Equal(t, f.clock.Now().Add(time.Hour), c.RetryAfter(), v)
+		assert.Equal(t, until, c.RetryAfter(), v)
 	}
 }
 
@@ -583,6 +589,13 @@ func redirectTo(target func() string) http.Handler {
 	})
 }
 
+// platformWithApp is a simulator with the tests' app.
+func platformWithApp() *simulator.Simulator {
+	sim := simulator.New()
+	sim.AddApp(simulator.App{ID: appID, Key: appKey, Allowance: 3})
+	return sim
+}
+
 // poolFor builds a client the way the daemon does, from a configuration.
 func poolFor(t *testing.T, base, header, credential, extraHTTP string) *client.Client {
 	t.Helper()
@@ -604,8 +617,7 @@ apps:
 }
 
 func TestTokensNeverFollowARedirectElsewhere(t *testing.T) {
-	sim := simulator.New()
-	sim.AddApp(simulator.App{ID: appID, Key: appKey, Allowance: 3})
+	sim := platformWithApp()
 	static, err := simulator.MintToken(appID, appKey, time.Now(), time.Now().Add(time.Hour))
 	require.NoError(t, err)
 	credentials := map[string]string{
@@ -663,8 +675,7 @@ func TestTokensNeverFollowARedirectElsewhere(t *testing.T) {
 // A chain that leaves the origin and comes back still carries no
 // credential on the way back.
 func TestTokensAreNotRestoredWhenARedirectComesBack(t *testing.T) {
-	sim := simulator.New()
-	sim.AddApp(simulator.App{ID: appID, Key: appKey, Allowance: 3})
+	sim := platformWithApp()
 	home := &recorder{sim: sim}
 	var first, away *httptest.Server
 	first = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -710,8 +721,7 @@ func TestRedirectsNotFollowedWhenTurnedOff(t *testing.T) {
 // and on a redirect on the same origin: secrets and files set by the client,
 // then the plain values by prometheus/common.
 func TestConfiguredHeadersAreSent(t *testing.T) {
-	sim := simulator.New()
-	sim.AddApp(simulator.App{ID: appID, Key: appKey, Allowance: 3})
+	sim := platformWithApp()
 	file := filepath.Join(t.TempDir(), "header")
 	require.NoError(t, os.WriteFile(file, []byte("FILE-SECRET-0123456789"), 0o600))
 	headers := fmt.Sprintf(`    http_headers:
@@ -730,11 +740,48 @@ func TestConfiguredHeadersAreSent(t *testing.T) {
 	assert.NotEmpty(t, got.Values("Token"))
 }
 
+// Secret http_headers (secrets and files) go to base_url's origin only;
+// plain values go everywhere, as prometheus/common sends them.
+func TestSecretHTTPHeadersStayOnBaseURLsOrigin(t *testing.T) {
+	sim := platformWithApp()
+	other := &recorder{sim: sim}
+	otherSrv := httptest.NewServer(other)
+	t.Cleanup(otherSrv.Close)
+	home := &recorder{sim: simulator.New()}
+	homeSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		home.ServeHTTP(httptest.NewRecorder(), r.Clone(r.Context()))
+		http.Redirect(w, r, otherSrv.URL+r.URL.RequestURI(), http.StatusFound)
+	}))
+	t.Cleanup(homeSrv.Close)
+
+	file := filepath.Join(t.TempDir(), "header")
+	require.NoError(t, os.WriteFile(file, []byte("FILE-SECRET-0123456789\n"), 0o600))
+	c := poolFor(t, homeSrv.URL, config.AuthHeaderToken, fmt.Sprintf("app_key: %q", appKey), fmt.Sprintf(`    http_headers:
+      X-Secret: {secrets: [INLINE-SECRET-0123456789]}
+      X-File: {files: [%q]}
+      X-Plain: {values: [plain]}`, file))
+	_, err := c.Concurrency(context.Background())
+	assert.Equal(t, client.ReasonAuth, client.Reason(err), "the other origin had no token")
+
+	sent := home.headers()
+	require.NotNil(t, sent)
+	assert.Equal(t, []string{"INLINE-SECRET-0123456789"}, sent.Values("X-Secret"))
+	assert.Equal(t, []string{"FILE-SECRET-0123456789"}, sent.Values("X-File"), "read and trimmed")
+	assert.Equal(t, []string{"plain"}, sent.Values("X-Plain"))
+	assert.NotEmpty(t, sent.Values("Token"))
+
+	got := other.headers()
+	require.NotNil(t, got)
+	assert.Empty(t, got.Values("Token"), "the token stays home")
+	assert.Empty(t, got.Values("X-Secret"), "a secret header went to another origin")
+	assert.Empty(t, got.Values("X-File"), "a header file's secret went to another origin")
+	assert.Equal(t, []string{"plain"}, got.Values("X-Plain"))
+}
+
 // Every request says what it accepts and who asks: the pool's User-Agent
 // (prometheus/common refuses one in http_headers).
 func TestUserAgentAndAcceptAreSent(t *testing.T) {
-	sim := simulator.New()
-	sim.AddApp(simulator.App{ID: appID, Key: appKey, Allowance: 3})
+	sim := platformWithApp()
 	home := &recorder{sim: sim}
 	cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %s%s}\napps: [{name: a, app_id: %q, app_key: %q}]\n",
 		movedHome(t, home), simulator.BasePath, appID, appKey)), "")
@@ -857,26 +904,6 @@ func TestAfterTheClockWentBackANewTokenLivesTokenTTL(t *testing.T) {
 	iat, exp := claims["iat"].(float64), claims["exp"].(float64)
 	assert.EqualValues(t, f.clock.Now().Unix(), iat)
 	assert.InDelta(t, (30 * time.Minute).Seconds(), exp-iat, 1, "lifetime of the token minted after the refusal (exp - iat)")
-}
-
-// docs/platform-api.md#rate-limits: "An HTTP 429 is honoured: its
-// Retry-After (seconds or an HTTP date; one minute when absent or
-// unreadable) stops every call of that app until it has passed". A
-// Retry-After of 0 seconds, or a date already past, has passed at once.
-func TestARetryAfterAlreadyPassedStopsNothing(t *testing.T) {
-	f := newFixture(t, config.AuthHeaderAuthorization)
-	for _, v := range []string{"0", f.clock.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Retry-After", v)
-			w.WriteHeader(http.StatusTooManyRequests)
-		}))
-		f.cfg.API.BaseURL = srv.URL
-		c := f.client(t)
-		_, err := c.Concurrency(context.Background())
-		srv.Close()
-		require.Equal(t, client.ReasonRateLimited, client.Reason(err), v)
-		assert.True(t, c.RetryAfter().IsZero(), "Retry-After %q: calls stopped until %v (%v from now)", v, c.RetryAfter(), c.RetryAfter().Sub(f.clock.Now()))
-	}
 }
 
 // docs/platform-api.md#base-url: "Every operation is a path appended to one

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http/httptest"
@@ -252,4 +253,52 @@ func TestAfterARefusalABadFileIsLookedAtOnceAMinuteAgain(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, 1.0, e.refusals(t), "the file was looked at again within the minute, with no refusal since")
+}
+
+// A file of http_headers is read as a key file is: swapped for what is not
+// a regular file of at most 64 KiB, not empty, it is refused when next
+// looked at (a minute later), counted, and its last good value stays in
+// use; a FIFO cannot block the call. (The configuration refuses such a
+// file at load and reload: TestHeaderFilesAreCheckedAtLoad, config.)
+func TestHTTPHeaderFilesAreReadAsKeyFilesAre(t *testing.T) {
+	sim := platformWithApp()
+	home := &recorder{sim: sim}
+	srv := httptest.NewServer(home)
+	t.Cleanup(srv.Close)
+
+	for name, mk := range map[string]func(p string) error{
+		"over 64 KiB": func(p string) error { return os.WriteFile(p, bytes.Repeat([]byte("h"), 100<<10), 0o600) },
+		"empty":       func(p string) error { return os.WriteFile(p, []byte(" \n"), 0o600) },
+		"/dev/null":   func(p string) error { return os.Symlink("/dev/null", p) },
+		"/dev/zero":   func(p string) error { return os.Symlink("/dev/zero", p) },
+		"fifo":        func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"gone":        func(string) error { return nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "header")
+			require.NoError(t, os.WriteFile(file, []byte("good-0123456789\n"), 0o600))
+			cfg, err := config.Parse([]byte(fmt.Sprintf("api:\n  base_url: %s%s\n  http_client:\n    http_headers:\n      X-File: {files: [%q]}\napps: [{name: a, app_id: %q, app_key: %q}]\n",
+				srv.URL, simulator.BasePath, file, appID, appKey)), "")
+			require.NoError(t, err)
+			reg, clock := prometheus.NewRegistry(), simulator.NewClock(time.Now())
+			pool, err := client.NewPool(cfg, client.PoolOptions{Metrics: client.NewMetrics(reg), Now: clock.Now})
+			require.NoError(t, err)
+			t.Cleanup(pool.Close)
+			_, err = pool.Client("a").Concurrency(context.Background())
+			require.NoError(t, err)
+
+			require.NoError(t, os.Remove(file))
+			require.NoError(t, mk(file))
+			clock.Add(time.Minute)
+			for range 2 {
+				home.reset()
+				returnsWithin(t, func() {
+					_, err = pool.Client("a").Concurrency(context.Background())
+				})
+				require.NoError(t, err)
+				assert.Equal(t, []string{"good-0123456789"}, home.headers().Values("X-File"), "the last good value")
+			}
+			assert.Equal(t, 1.0, counterValue(t, reg, "duix_exporter_secret_file_errors_total", map[string]string{"kind": client.SecretHeader}))
+		})
+	}
 }
