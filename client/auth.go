@@ -42,7 +42,7 @@ func unchanged(a, b os.FileInfo) bool {
 
 // read returns the secret (nil while none was good) and whether it changed.
 func (f *secretFile) read(now time.Time) ([]byte, bool, error) {
-	if f.value != nil && (f.path == "" || !f.reread && now.Sub(f.checked).Abs() < time.Minute) { // no path: a value of the configuration
+	if f.value != nil && !f.reread && now.Sub(f.checked).Abs() < time.Minute {
 		return f.value, false, nil
 	}
 	reread := f.reread
@@ -149,12 +149,15 @@ func sameOrigin(a, b *url.URL) bool {
 
 // header is a secret value of http_headers, or a file of them.
 type header struct {
-	name string
-	mu   sync.Mutex
-	f    *secretFile
+	name, value string
+	mu          sync.Mutex
+	f           *secretFile // nil for a value
 }
 
 func (h *header) get(now time.Time) (string, error) {
+	if h.f == nil {
+		return h.value, nil
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	v, _, err := h.f.read(now)

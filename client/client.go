@@ -83,7 +83,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		for name, h := range hh.Headers {
 			hcfg.HTTPHeaders.Headers[name] = promconfig.Header{Values: h.Values}
 			for _, v := range h.Secrets {
-				p.headers = append(p.headers, &header{name: name, f: &secretFile{value: []byte(v)}})
+				p.headers = append(p.headers, &header{name: name, value: string(v)})
 			}
 			for _, path := range h.Files {
 				p.headers = append(p.headers, &header{name: name, f: &secretFile{path: path, kind: SecretHeader, hook: hook}})
