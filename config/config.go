@@ -136,7 +136,7 @@ func (a App) UsesKey() bool {
 // are followed.
 func Load(path string) (*Config, error) {
 	// Read as carefully as a secret file, and at most MaxConfigFileBytes.
-	f, _, err := OpenSecretFile(path)
+	f, _, err := openSecretFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
 	}
@@ -477,7 +477,7 @@ func (a *App) validate() error {
 // KiB, not empty once trimmed; the error names the file, never its content.
 func ReadSecretFile(path string) ([]byte, error) {
 	const maxBytes = 64 << 10
-	fd, _, err := OpenSecretFile(path)
+	fd, _, err := openSecretFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -494,11 +494,12 @@ func ReadSecretFile(path string) ([]byte, error) {
 	return bytes.Clone(bytes.TrimSpace(b)), nil // not the rest of ReadAll's buffer
 }
 
-// OpenSecretFile opens a key or token file for reading. It refuses what is
-// not a regular file once symbolic links are followed (a directory, a FIFO,
-// /dev/zero), opens without blocking so that a FIFO swapped in after the
-// check cannot hang the caller, and checks the opened file again.
-func OpenSecretFile(path string) (*os.File, os.FileInfo, error) {
+// openSecretFile opens a key, token, header or configuration file for
+// reading. It refuses what is not a regular file once symbolic links are
+// followed (a directory, a FIFO, /dev/zero), opens without blocking so that
+// a FIFO swapped in after the check cannot hang the caller, and checks the
+// opened file again.
+func openSecretFile(path string) (*os.File, os.FileInfo, error) {
 	notRegular := fmt.Errorf("%q is not a regular file", path)
 	st, err := os.Stat(path)
 	if err != nil {
