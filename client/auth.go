@@ -77,10 +77,10 @@ type tokenSource struct {
 	fixed []byte      // app_key or token
 	file  *secretFile // app_key_file or token_file, else nil
 
-	mu      sync.Mutex
-	token   string // auth and the last token minted
-	exp     int64  // of the last token minted, Unix seconds
-	renewAt time.Time
+	mu       sync.Mutex
+	token    string // auth and the last token minted
+	iat, exp int64  // of the last token minted, Unix seconds
+	renewAt  time.Time
 }
 
 func newTokenSource(app config.App, auth string, now func() time.Time, hook SecretFileHook) *tokenSource {
@@ -114,14 +114,14 @@ func (s *tokenSource) get() (string, error) {
 		return s.auth + string(secret), nil
 	case s.token == "" || changed || !now.Before(s.renewAt):
 		exp := now.Add(s.ttl).Unix()
-		if exp <= s.exp && exp > s.exp-60 {
-			exp = s.exp + 1 // never the bytes of a token refused within the minute; a clock gone back is followed
+		if now.Unix() == s.iat && exp <= s.exp {
+			exp = s.exp + 1 // minted in the second of the last, which may have been refused: never its bytes
 		}
 		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"appId": s.appID, "iat": now.Unix(), "exp": exp}).SignedString(secret)
 		if err != nil {
 			return "", &Error{Reason: ReasonAuth, detail: "signing the token failed"}
 		}
-		s.token, s.exp, s.renewAt = s.auth+tok, exp, time.Unix(exp, 0).Add(-min(s.ttl/5, 5*time.Minute))
+		s.token, s.iat, s.exp, s.renewAt = s.auth+tok, now.Unix(), exp, time.Unix(exp, 0).Add(-min(s.ttl/5, 5*time.Minute))
 	}
 	return s.token, nil
 }

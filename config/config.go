@@ -367,7 +367,7 @@ func (a *API) validate() error {
 		return errors.New("api.base_url: not a valid absolute URL (http or https)")
 	case u.User != nil:
 		return errors.New("api.base_url: must not contain user info: credentials are per app")
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+	case u.RawQuery != "" || u.ForceQuery || strings.Contains(a.BaseURL, "#"):
 		return errors.New("api.base_url: must not have a query or a fragment")
 	}
 	a.BaseURL = strings.TrimRight(a.BaseURL, "/")

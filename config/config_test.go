@@ -379,6 +379,11 @@ func TestInvalidInline(t *testing.T) {
 			"api.base_url: must not have a query or a fragment",
 		},
 		{
+			"base url with an empty fragment", // url.URL keeps no trace of it
+			"api: {base_url: 'https://app.duix.ai/sdk/v2#'}\napps: [{name: a, app_id: '1', token: t}]",
+			"api.base_url: must not have a query or a fragment",
+		},
+		{
 			"base url without host",
 			"api: {base_url: 'https:///sdk/v2'}\napps: [{name: a, app_id: '1', token: t}]",
 			"api.base_url: not a valid absolute URL (http or https)",
