@@ -65,6 +65,14 @@ func (f *secretFile) read(now time.Time) ([]byte, bool, error) {
 	return b, changed, nil
 }
 
+// keep takes the last good value of old, when it is the same file, in the
+// pool this one replaces; the caller holds old's lock.
+func (f *secretFile) keep(old *secretFile) {
+	if f != nil && old != nil && f.path == old.path && f.kind == old.kind && old.value != nil {
+		f.value, f.good = old.value, old.good
+	}
+}
+
 // tokenSource gives an app's token: a JWT (HS256; appId, iat, exp) minted
 // from its key, renewed a fifth of its lifetime (at most 5m) before expiry
 // and after the platform refused it; or a ready-made token.
@@ -165,4 +173,13 @@ func (h *header) get(now time.Time) (string, error) {
 		return "", &Error{Reason: ReasonAuth, detail: "no usable http_headers file for " + h.name, err: err}
 	}
 	return string(v), nil
+}
+
+// refused makes the next call read a file again.
+func (h *header) refused() {
+	if h.f != nil {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.f.reread = true
+	}
 }

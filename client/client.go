@@ -35,6 +35,7 @@ type PoolOptions struct {
 	UserAgent         string
 	Now               func() time.Time // the clock of tokens and Retry-After (nil: time.Now)
 	OnSecretFileError SecretFileHook   // told, for logging, of a refused key, token or header file (nil: none)
+	Previous          *Pool            // the pool this one replaces: the last good values of the same files are kept
 }
 
 // Pool holds one Client per configured app, sharing one HTTP client of
@@ -120,12 +121,36 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	}
 	for _, app := range cfg.Apps {
 		p.clients[app.Name] = &Client{p: p, name: app.Name, appQuery: url.Values{"appId": {app.AppID}}.Encode(), tokens: newTokenSource(app, prefix, p.now, hook)}
+		if old := opts.Previous.Client(app.Name); old != nil {
+			old.tokens.mu.Lock()
+			p.clients[app.Name].tokens.file.keep(old.tokens.file)
+			old.tokens.mu.Unlock()
+		}
+	}
+	for _, h := range p.headers {
+		for _, old := range opts.Previous.secretHeaders() {
+			old.mu.Lock()
+			h.f.keep(old.f)
+			old.mu.Unlock()
+		}
 	}
 	return p, nil
 }
 
-// Client returns the client of the app with that name, or nil.
-func (p *Pool) Client(name string) *Client { return p.clients[name] }
+// Client returns the client of the app with that name, or nil (also of a nil Pool).
+func (p *Pool) Client(name string) *Client {
+	if p == nil {
+		return nil
+	}
+	return p.clients[name]
+}
+
+func (p *Pool) secretHeaders() []*header {
+	if p == nil {
+		return nil
+	}
+	return p.headers
+}
 
 // Close closes the idle connections once the last call in flight has ended;
 // calls after Close work, their connections closed as they end.
@@ -304,6 +329,9 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 	case "401", "403":
 		e.Reason = ReasonAuth
 		c.tokens.refused()
+		for _, h := range c.p.headers {
+			h.refused()
+		}
 	case "429":
 		e.Reason, e.RetryAfter = ReasonRateLimited, c.backOff(parseRetryAfter(resp.Header.Get("Retry-After"), c.p.now()))
 	}

@@ -778,6 +778,52 @@ func TestSecretHTTPHeadersStayOnBaseURLsOrigin(t *testing.T) {
 	assert.Equal(t, []string{"plain"}, got.Values("X-Plain"))
 }
 
+// A header file, like a key file, is read again at once after the
+// platform refused the credentials, within the minute: a gateway's key
+// rotated in the file, then at the gateway.
+func TestAHeaderFileIsReadAgainAtOnceAfterARefusal(t *testing.T) {
+	sim := platformWithApp()
+	var mu sync.Mutex
+	want := "gw-key-one"
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		ok := r.Header.Get("X-Gw-Key") == want
+		got = append(got, r.Header.Get("X-Gw-Key"))
+		mu.Unlock()
+		if !ok {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		sim.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	file := filepath.Join(t.TempDir(), "gw")
+	require.NoError(t, os.WriteFile(file, []byte("gw-key-one\n"), 0o600))
+	cfg, err := config.Parse([]byte(fmt.Sprintf("api:\n  base_url: %s%s\n  http_client:\n    http_headers:\n      X-Gw-Key: {files: [%q]}\napps: [{name: a, app_id: %q, app_key: %q}]\n",
+		srv.URL, simulator.BasePath, file, appID, appKey)), "")
+	require.NoError(t, err)
+	clock := simulator.NewClock(time.Now())
+	pool, err := client.NewPool(cfg, client.PoolOptions{Now: clock.Now})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	c := pool.Client("a")
+	_, err = c.Concurrency(context.Background())
+	require.NoError(t, err)
+
+	// The gateway's key is rotated: the file, then the gateway.
+	require.NoError(t, os.WriteFile(file, []byte("gw-key-two-rotated\n"), 0o600))
+	mu.Lock()
+	want = "gw-key-two-rotated"
+	mu.Unlock()
+	_, err = c.Concurrency(context.Background())
+	require.Equal(t, client.ReasonAuth, client.Reason(err), "the old header is refused")
+	_, err = c.Concurrency(context.Background())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.NoError(t, err, "the header file is read again at once after the refusal; sent: %q", got)
+}
+
 // Every request says what it accepts and who asks: the pool's User-Agent
 // (prometheus/common refuses one in http_headers).
 func TestUserAgentAndAcceptAreSent(t *testing.T) {

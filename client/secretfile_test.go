@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http/httptest"
@@ -267,7 +266,7 @@ func TestHTTPHeaderFilesAreReadAsKeyFilesAre(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	for name, mk := range map[string]func(p string) error{
-		"over 64 KiB": func(p string) error { return os.WriteFile(p, bytes.Repeat([]byte("h"), 100<<10), 0o600) },
+		"over 64 KiB": func(p string) error { return os.WriteFile(p, []byte(strings.Repeat("h", 100<<10)), 0o600) },
 		"empty":       func(p string) error { return os.WriteFile(p, []byte(" \n"), 0o600) },
 		"/dev/null":   func(p string) error { return os.Symlink("/dev/null", p) },
 		"/dev/zero":   func(p string) error { return os.Symlink("/dev/zero", p) },
@@ -301,4 +300,36 @@ func TestHTTPHeaderFilesAreReadAsKeyFilesAre(t *testing.T) {
 			assert.Equal(t, 1.0, counterValue(t, reg, "duix_exporter_secret_file_errors_total", map[string]string{"kind": client.SecretHeader}))
 		})
 	}
+}
+
+// A pool that replaces another (a reload) keeps the last good value of the
+// same key and header files: being rewritten (empty) at its first call,
+// they do not take the app down.
+func TestANewPoolKeepsTheLastGoodSecretsOfThePoolItReplaces(t *testing.T) {
+	srv := httptest.NewServer(platformWithApp())
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	for name, content := range map[string]string{"key": appKey, "h": "gw-secret"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content+"\n"), 0o600))
+	}
+	yml := []byte(fmt.Sprintf("api:\n  base_url: %q\n  http_client: {http_headers: {X-Gw: {files: [h]}}}\napps: [{name: a, app_id: %q, app_key_file: key}]\n", srv.URL+simulator.BasePath, appID))
+	pool := func(prev *client.Pool) *client.Pool {
+		cfg, err := config.Parse(yml, dir) // reads both files: they are good
+		require.NoError(t, err)
+		p, err := client.NewPool(cfg, client.PoolOptions{Previous: prev})
+		require.NoError(t, err)
+		t.Cleanup(p.Close)
+		return p
+	}
+	old := pool(nil)
+	_, err := old.Client("a").Concurrency(context.Background())
+	require.NoError(t, err)
+	reloaded, fresh := pool(old), pool(nil)
+	for name := range map[string]bool{"key": true, "h": true} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), nil, 0o600))
+	}
+	_, err = reloaded.Client("a").Concurrency(context.Background())
+	assert.NoError(t, err, "the last good key and header stay in use")
+	_, err = fresh.Client("a").Concurrency(context.Background())
+	assert.Equal(t, client.ReasonAuth, client.Reason(err), "a pool with no previous one has no last good value")
 }

@@ -862,3 +862,36 @@ func TestAReloadWhileAKeyFileIsEmptyKeepsTheLastGoodKey(t *testing.T) {
 	assert.Contains(t, err.Error(), "a.key is empty")
 	assert.Contains(t, scrape(), `duix_up{app="a"} 1`, "the last good key stays in use after the refused reload")
 }
+
+// As the daemon does (SafeConfig, Apply subscribed): with or without a
+// successful reload before it, a key file being rewritten (empty) at the
+// next scrape leaves the last good key in use.
+func TestASuccessfulReloadKeepsTheLastGoodKey(t *testing.T) {
+	for _, reload := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reload=%v", reload), func(t *testing.T) {
+			sim := simulator.New()
+			sim.AddApp(simulator.App{ID: "1790000000000000001", Key: "KEY-adv2", Allowance: 3})
+			srv := httptest.NewServer(sim)
+			t.Cleanup(srv.Close)
+			dir := t.TempDir()
+			key := filepath.Join(dir, "a.key")
+			require.NoError(t, os.WriteFile(key, []byte("KEY-adv2\n"), 0o600))
+			cfgPath := filepath.Join(dir, "duix.yml")
+			require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf("api: {base_url: %q}\napps: [{name: a, app_id: '1790000000000000001', app_key_file: a.key}]\n", srv.URL+simulator.BasePath)), 0o600))
+
+			reg := prometheus.NewRegistry()
+			exp := collector.New(collector.Options{Metrics: client.NewMetrics(reg)})
+			sc := config.NewSafeConfig(reg)
+			sc.Subscribe(exp.Apply)
+			require.NoError(t, sc.ReloadConfig(cfgPath, nil))
+			e := &env{exp: exp}
+			require.Contains(t, e.scrapeText(t, context.Background()), `duix_up{app="a"} 1`)
+
+			if reload {
+				require.NoError(t, sc.ReloadConfig(cfgPath, nil), "SIGHUP, the key file good")
+			}
+			require.NoError(t, os.WriteFile(key, nil, 0o600)) // being rewritten
+			assert.Contains(t, e.scrapeText(t, context.Background()), `duix_up{app="a"} 1`, "the last good key stays in use")
+		})
+	}
+}

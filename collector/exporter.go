@@ -64,19 +64,19 @@ func New(opts Options) *Exporter {
 // Register registers the exporter's own process-wide metrics.
 func (e *Exporter) Register(reg prometheus.Registerer) error { return reg.Register(e.shared) }
 
-// Apply switches to cfg, keeping the state of the apps whose name and
-// app_id are unchanged; other apps start afresh. The old clients' idle
-// connections are closed once their last call has ended.
+// Apply switches to cfg, keeping the state of the apps whose name and app_id
+// are unchanged and the last good secret files; other apps start afresh. The
+// old clients' idle connections are closed once their last call has ended.
 func (e *Exporter) Apply(cfg *config.Config) error {
-	pool, err := client.NewPool(cfg, client.PoolOptions{Metrics: e.opts.Metrics, UserAgent: e.opts.UserAgent, Now: e.opts.Now,
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	pool, err := client.NewPool(cfg, client.PoolOptions{Metrics: e.opts.Metrics, UserAgent: e.opts.UserAgent, Now: e.opts.Now, Previous: e.pool,
 		OnSecretFileError: func(kind, path string, err error) {
 			level.Warn(e.opts.Logger).Log("msg", "Refused a changed "+kind+" file, keeping the last good one", "file", path, "err", err)
 		}})
 	if err != nil {
 		return err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	apps, byName := make([]*appState, 0, len(cfg.Apps)), make(map[string]*appState, len(cfg.Apps))
 	for _, a := range cfg.Apps {
 		st := e.byName[a.Name]
