@@ -65,12 +65,18 @@ func (f *secretFile) read(now time.Time) ([]byte, bool, error) {
 	return b, changed, nil
 }
 
-// keep takes the last good value of old, when it is the same file, in the
-// pool this one replaces; the caller holds old's lock.
-func (f *secretFile) keep(old *secretFile) {
-	if f != nil && old != nil && f.path == old.path && f.kind == old.kind && old.value != nil {
-		f.value, f.good = old.value, old.good
+// start reads the file as it is now, keeping the last good value of old
+// (the same file in the pool this one replaces, nil: none; the caller holds
+// its lock) should it not be good.
+func (f *secretFile) start(old *secretFile, now time.Time) {
+	if f == nil {
+		return
 	}
+	if old != nil && old.path == f.path && old.kind == f.kind {
+		f.value = old.value
+	}
+	f.reread = true
+	_, _, _ = f.read(now) // a refusal is reported and counted
 }
 
 // tokenSource gives an app's token: a JWT (HS256; appId, iat, exp) minted
@@ -102,6 +108,21 @@ func newTokenSource(app config.App, auth string, now func() time.Time, hook Secr
 		s.file = &secretFile{path: app.TokenFile, kind: SecretToken, hook: hook}
 	}
 	return s
+}
+
+// start begins with what the app's token source in the pool this one
+// replaces knew (old: the app's client there, nil: none): the last token's
+// claims, so that a refused token's bytes are not minted again, and its
+// file's last good value; not another app_id's key.
+func (s *tokenSource) start(old *Client) {
+	var file *secretFile
+	if old != nil && old.tokens.appID == s.appID {
+		o := old.tokens
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		s.iat, s.exp, file = o.iat, o.exp, o.file
+	}
+	s.file.start(file, s.now())
 }
 
 // get returns the value of the token's header.
@@ -158,7 +179,7 @@ func sameOrigin(a, b *url.URL) bool {
 // header is a secret value of http_headers, or a file of them.
 type header struct {
 	name, value string
-	mu          sync.Mutex
+	mu          *sync.Mutex // shared by the headers of one file
 	f           *secretFile // nil for a value
 }
 

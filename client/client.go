@@ -78,7 +78,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	// Secret http_headers are the client's, so that they stay on base_url's
 	// origin and a file is read as a key file is: prometheus/common would
 	// send them on every hop and block on a FIFO. Plain values are common's.
-	hcfg := cfg.API.HTTPClientConfig
+	hcfg, files := cfg.API.HTTPClientConfig, map[string]*header{} // by path
 	if hh := hcfg.HTTPHeaders; hh != nil {
 		hcfg.HTTPHeaders = &promconfig.Headers{Headers: map[string]promconfig.Header{}}
 		for name, h := range hh.Headers {
@@ -87,14 +87,18 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 				p.headers = append(p.headers, &header{name: name, value: string(v)})
 			}
 			for _, path := range h.Files {
-				p.headers = append(p.headers, &header{name: name, f: &secretFile{path: path, kind: SecretHeader, hook: hook}})
+				hd := &header{name: name, f: &secretFile{path: path, kind: SecretHeader, hook: hook}, mu: &sync.Mutex{}}
+				if same := files[path]; same != nil { // one file under several names: read and counted once
+					hd.f, hd.mu = same.f, same.mu
+				}
+				files[path] = hd
+				p.headers = append(p.headers, hd)
 			}
 		}
 	}
 	if p.http, err = promconfig.NewClientFromConfig(hcfg, "duix_exporter", promconfig.WithIdleConnTimeout(90*time.Second)); err != nil {
 		return nil, err
 	}
-	hc := p.http
 	prefix := "Bearer "
 	if cfg.API.AuthHeader == config.AuthHeaderToken {
 		p.auth, prefix = "Token", ""
@@ -103,8 +107,8 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	for _, ep := range []string{EndpointConversation, EndpointConcurrency, EndpointSessions, EndpointStop, EndpointStopAll} {
 		p.urls[ep] = cfg.API.BaseURL + "/" + ep // the base path as written: url.JoinPath would clean it
 	}
-	follow := hc.CheckRedirect
-	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+	follow := p.http.CheckRedirect
+	p.http.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if !sameOrigin(req.URL, base) || slices.ContainsFunc(via, func(r *http.Request) bool { return !sameOrigin(r.URL, base) }) {
 			req.Header.Del(p.auth) // never past base_url's origin, nor back: net/http would only drop Authorization for another host
 			for _, h := range p.headers {
@@ -119,20 +123,16 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		}
 		return nil
 	}
+	// The files are read now, as the configuration was just validated; a key
+	// or token file no longer good keeps the last good value of the pool this
+	// one replaces.
 	for _, app := range cfg.Apps {
-		p.clients[app.Name] = &Client{p: p, name: app.Name, appQuery: url.Values{"appId": {app.AppID}}.Encode(), tokens: newTokenSource(app, prefix, p.now, hook)}
-		if old := opts.Previous.Client(app.Name); old != nil {
-			old.tokens.mu.Lock()
-			p.clients[app.Name].tokens.file.keep(old.tokens.file)
-			old.tokens.mu.Unlock()
-		}
+		c := &Client{p: p, name: app.Name, appQuery: url.Values{"appId": {app.AppID}}.Encode(), tokens: newTokenSource(app, prefix, p.now, hook)}
+		c.tokens.start(opts.Previous.Client(app.Name))
+		p.clients[app.Name] = c
 	}
-	for _, h := range p.headers {
-		for _, old := range opts.Previous.secretHeaders() {
-			old.mu.Lock()
-			h.f.keep(old.f)
-			old.mu.Unlock()
-		}
+	for _, h := range files {
+		h.f.start(nil, p.now())
 	}
 	return p, nil
 }
@@ -143,13 +143,6 @@ func (p *Pool) Client(name string) *Client {
 		return nil
 	}
 	return p.clients[name]
-}
-
-func (p *Pool) secretHeaders() []*header {
-	if p == nil {
-		return nil
-	}
-	return p.headers
 }
 
 // Close closes the idle connections once the last call in flight has ended;

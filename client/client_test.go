@@ -482,6 +482,22 @@ func TestARefusedTokenIsNotSentAgainWithinTheSameSecond(t *testing.T) {
 	require.NoError(t, err, "the token minted after the refusals is good")
 }
 
+// Nor by the pool of a reload in the same second.
+func TestARefusedTokenIsNotSentAgainByThePoolOfAReload(t *testing.T) {
+	f := newFixture(t, config.AuthHeaderAuthorization)
+	old := f.pool(t)
+	f.faults.SetFault(appID, "", platformtest.Fault{Kind: platformtest.FaultUnauthorized401, Times: 1})
+	_, err := old.Client("a").Concurrency(context.Background())
+	require.Equal(t, client.ReasonAuth, client.Reason(err))
+	refused := f.lastToken()
+	reloaded, err := client.NewPool(f.cfg, client.PoolOptions{Metrics: f.metrics, Now: f.clock.Now, Previous: old})
+	require.NoError(t, err)
+	t.Cleanup(reloaded.Close)
+	_, err = reloaded.Client("a").Concurrency(context.Background())
+	require.NoError(t, err)
+	assert.NotEqual(t, refused, f.lastToken())
+}
+
 func TestExpiredStaticTokenIsAnAuthError(t *testing.T) {
 	f := newFixture(t, config.AuthHeaderAuthorization)
 	past := time.Now().Add(-time.Hour)

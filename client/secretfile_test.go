@@ -302,34 +302,87 @@ func TestHTTPHeaderFilesAreReadAsKeyFilesAre(t *testing.T) {
 	}
 }
 
-// A pool that replaces another (a reload) keeps the last good value of the
-// same key and header files: being rewritten (empty) at its first call,
-// they do not take the app down.
+// A pool reads its key and token files when it is built, as the
+// configuration was just validated; one that replaces another (a reload)
+// keeps the other's last good value should a file no longer be good then
+// (being rewritten, empty).
 func TestANewPoolKeepsTheLastGoodSecretsOfThePoolItReplaces(t *testing.T) {
 	srv := httptest.NewServer(platformWithApp())
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
-	for name, content := range map[string]string{"key": appKey, "h": "gw-secret"} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content+"\n"), 0o600))
-	}
-	yml := []byte(fmt.Sprintf("api:\n  base_url: %q\n  http_client: {http_headers: {X-Gw: {files: [h]}}}\napps: [{name: a, app_id: %q, app_key_file: key}]\n", srv.URL+simulator.BasePath, appID))
+	key := filepath.Join(dir, "key")
+	require.NoError(t, os.WriteFile(key, []byte(appKey+"\n"), 0o600))
+	cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\napps: [{name: a, app_id: %q, app_key_file: key}]\n", srv.URL+simulator.BasePath, appID)), dir)
+	require.NoError(t, err)
 	pool := func(prev *client.Pool) *client.Pool {
-		cfg, err := config.Parse(yml, dir) // reads both files: they are good
-		require.NoError(t, err)
 		p, err := client.NewPool(cfg, client.PoolOptions{Previous: prev})
 		require.NoError(t, err)
 		t.Cleanup(p.Close)
 		return p
 	}
 	old := pool(nil)
-	_, err := old.Client("a").Concurrency(context.Background())
+	require.NoError(t, os.WriteFile(key, nil, 0o600)) // read by the pool already: the last good value
+	_, err = old.Client("a").Concurrency(context.Background())
 	require.NoError(t, err)
+
 	reloaded, fresh := pool(old), pool(nil)
-	for name := range map[string]bool{"key": true, "h": true} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), nil, 0o600))
-	}
 	_, err = reloaded.Client("a").Concurrency(context.Background())
-	assert.NoError(t, err, "the last good key and header stay in use")
+	assert.NoError(t, err, "the last good key stays in use")
 	_, err = fresh.Client("a").Concurrency(context.Background())
 	assert.Equal(t, client.ReasonAuth, client.Reason(err), "a pool with no previous one has no last good value")
+}
+
+// A reload that gives the app another app_id, whose key was written to the
+// same file, signs with that key, not with the last good one of the old
+// app, even when the file is rewritten just after.
+func TestANewPoolReadsTheKeyTheReloadValidated(t *testing.T) {
+	const otherID, otherKey = "1790000000000000777", "KEY-of-the-other-app"
+	sim := platformWithApp()
+	sim.AddApp(simulator.App{ID: otherID, Key: otherKey, Allowance: 3})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	parse := func(id, content string) *config.Config {
+		require.NoError(t, os.WriteFile(key, []byte(content), 0o600))
+		cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\napps: [{name: a, app_id: %q, app_key_file: key}]\n", srv.URL+simulator.BasePath, id)), dir)
+		require.NoError(t, err)
+		return cfg
+	}
+	old, err := client.NewPool(parse(appID, appKey), client.PoolOptions{})
+	require.NoError(t, err)
+	t.Cleanup(old.Close)
+	_, err = old.Client("a").Concurrency(context.Background())
+	require.NoError(t, err)
+
+	reloaded, err := client.NewPool(parse(otherID, otherKey), client.PoolOptions{Previous: old})
+	require.NoError(t, err)
+	t.Cleanup(reloaded.Close)
+	require.NoError(t, os.WriteFile(key, nil, 0o600))
+	_, err = reloaded.Client("a").Concurrency(context.Background())
+	assert.NoError(t, err)
+}
+
+// One header file under two names is read, sent under both, and a refusal
+// of it counted once.
+func TestAHeaderFileUnderTwoNamesIsCountedOnce(t *testing.T) {
+	home := &recorder{sim: platformWithApp()}
+	srv := httptest.NewServer(home)
+	t.Cleanup(srv.Close)
+	file := filepath.Join(t.TempDir(), "h")
+	require.NoError(t, os.WriteFile(file, []byte("gw\n"), 0o600))
+	cfg, err := config.Parse([]byte(fmt.Sprintf("api:\n  base_url: %s%s\n  http_client: {http_headers: {X-Gw: {files: [%q]}, X-Gw-Copy: {files: [%q]}}}\napps: [{name: a, app_id: %q, app_key: %q}]\n",
+		srv.URL, simulator.BasePath, file, file, appID, appKey)), "")
+	require.NoError(t, err)
+	reg, clock := prometheus.NewRegistry(), simulator.NewClock(time.Now())
+	pool, err := client.NewPool(cfg, client.PoolOptions{Metrics: client.NewMetrics(reg), Now: clock.Now})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	clock.Add(time.Minute)
+	_, err = pool.Client("a").Concurrency(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gw"}, home.headers().Values("X-Gw"))
+	assert.Equal(t, []string{"gw"}, home.headers().Values("X-Gw-Copy"))
+	assert.Equal(t, 1.0, counterValue(t, reg, "duix_exporter_secret_file_errors_total", map[string]string{"kind": client.SecretHeader}))
 }

@@ -33,15 +33,15 @@ type Exporter struct {
 
 	mu     sync.RWMutex
 	set    settings
-	pool   *client.Pool
 	apps   []*appState // in configuration order
 	byName map[string]*appState
 }
 
 // settings are the configuration in force; sem bounds the calls in flight.
 type settings struct {
-	api config.API
-	sem *semaphore.Weighted
+	api  config.API
+	sem  *semaphore.Weighted
+	pool *client.Pool
 }
 
 // New returns an Exporter with no apps; call Apply with a configuration.
@@ -68,15 +68,16 @@ func (e *Exporter) Register(reg prometheus.Registerer) error { return reg.Regist
 // are unchanged and the last good secret files; other apps start afresh. The
 // old clients' idle connections are closed once their last call has ended.
 func (e *Exporter) Apply(cfg *config.Config) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	pool, err := client.NewPool(cfg, client.PoolOptions{Metrics: e.opts.Metrics, UserAgent: e.opts.UserAgent, Now: e.opts.Now, Previous: e.pool,
+	_, prev := e.snapshot(nil) // reloads come one at a time (config.SafeConfig); scrapes go on while a pool is built
+	pool, err := client.NewPool(cfg, client.PoolOptions{Metrics: e.opts.Metrics, UserAgent: e.opts.UserAgent, Now: e.opts.Now, Previous: prev.pool,
 		OnSecretFileError: func(kind, path string, err error) {
 			level.Warn(e.opts.Logger).Log("msg", "Refused a changed "+kind+" file, keeping the last good one", "file", path, "err", err)
 		}})
 	if err != nil {
 		return err
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	apps, byName := make([]*appState, 0, len(cfg.Apps)), make(map[string]*appState, len(cfg.Apps))
 	for _, a := range cfg.Apps {
 		st := e.byName[a.Name]
@@ -86,11 +87,11 @@ func (e *Exporter) Apply(cfg *config.Config) error {
 		st.configure(pool.Client(a.Name), a.Conversations, cfg.Sessions.Lifecycle, cfg.Sessions.MaxTracked)
 		apps, byName[a.Name] = append(apps, st), st
 	}
-	if e.pool != nil {
-		e.pool.Close()
+	if e.set.pool != nil {
+		e.set.pool.Close()
 	}
-	e.set = settings{api: cfg.API, sem: semaphore.NewWeighted(int64(max(cfg.API.MaxConcurrency, 1)))}
-	e.pool, e.apps, e.byName = pool, apps, byName
+	e.set = settings{api: cfg.API, sem: semaphore.NewWeighted(int64(max(cfg.API.MaxConcurrency, 1))), pool: pool}
+	e.apps, e.byName = apps, byName
 	return nil
 }
 

@@ -12,16 +12,15 @@ import (
 )
 
 // Requests (/metrics, /probe) that want an app at the same time share its
-// fetch. A request reuses the app's last result when it is younger than
+// fetch: a request reuses the app's last result when it is younger than
 // api.min_interval (how="cached") or landed after the request arrived
-// (how="in_flight"); else it joins the fetch under way, or starts one,
-// through the app's singleflight.Group (how="in_flight" when it joined).
-//
-// A fetch runs on a context of its own to its end, each call bounded by
-// api.timeout. A request leaves at its own deadline and reports the app
-// down for itself alone; the fetch goes on for the others and records the
-// platform's own outcome, so no client can make the exporter count an
-// error. Every call holds a slot of the semaphore of api.max_concurrency.
+// (how="in_flight"), else joins the fetch under way, or starts one, through
+// the app's singleflight.Group (how="in_flight" when it joined). A fetch
+// runs to its end, each call bounded by api.timeout and holding a slot of
+// api.max_concurrency; a request leaves at its own deadline and reports the
+// app down for itself alone, while the fetch goes on for the others and
+// records the platform's own outcome: no client can make the exporter count
+// an error.
 
 // errRateLimited is a call not made while the platform's Retry-After applies.
 var errRateLimited = errors.New("not called while the platform's Retry-After applies")

@@ -537,9 +537,8 @@ var yamlTypeNames = strings.NewReplacer(
 
 // Values quoted in decoding errors are removed: a secret pasted in the wrong
 // place would be printed. The line number of a YAML error locates it.
-// So are the unknown field names that hold more than a name (`app_key:KEY`
-// with no space is one key) and the quoted parts of YAML syntax errors (an
-// alias `*KEY`).
+// So are unknown field names beyond a name (`app_key:KEY` with no space is
+// one key) and the quoted parts of YAML syntax errors (an alias `*KEY`).
 var (
 	quotedValue  = regexp.MustCompile(`:? ?"(?:[^"\\]|\\.)*"`)
 	yamlValue    = regexp.MustCompile(`(cannot unmarshal \S+) .* (into )`)
@@ -564,8 +563,7 @@ func yamlError(err error) error {
 	}
 	msgs := make([]string, len(te.Errors))
 	for i, m := range te.Errors {
-		m = unknownField.ReplaceAllString(yamlValue.ReplaceAllString(m, "$1 $2"), "$1… (a space missing after a colon?) $2")
-		msgs[i] = yamlTypeNames.Replace(m)
+		msgs[i] = yamlTypeNames.Replace(unknownField.ReplaceAllString(yamlValue.ReplaceAllString(m, "$1 $2"), "$1… (a space missing after a colon?) $2"))
 	}
 	return fmt.Errorf("parsing YAML: %s", strings.Join(msgs, "; "))
 }
