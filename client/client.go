@@ -57,7 +57,7 @@ type Pool struct {
 	closed   bool
 }
 
-// NewPool builds the clients for every app of cfg. It makes no request.
+// NewPool builds the clients for every app of cfg, reading their files; it makes no request.
 func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	base, err := url.Parse(cfg.API.BaseURL)
 	if err != nil {
