@@ -65,18 +65,12 @@ func (f *secretFile) read(now time.Time) ([]byte, bool, error) {
 	return b, changed, nil
 }
 
-// start reads the file as it is now, keeping the last good value of old
-// (the same file in the pool this one replaces, nil: none; the caller holds
-// its lock) should it not be good.
-func (f *secretFile) start(old *secretFile, now time.Time) {
-	if f == nil {
-		return
+// start reads the file as it is now: the configuration was just validated.
+func (f *secretFile) start(now time.Time) {
+	if f != nil {
+		f.reread = true
+		_, _, _ = f.read(now) // a refusal is reported and counted
 	}
-	if old != nil && old.path == f.path && old.kind == f.kind {
-		f.value = old.value
-	}
-	f.reread = true
-	_, _, _ = f.read(now) // a refusal is reported and counted
 }
 
 // tokenSource gives an app's token: a JWT (HS256; appId, iat, exp) minted
@@ -110,19 +104,25 @@ func newTokenSource(app config.App, auth string, now func() time.Time, hook Secr
 	return s
 }
 
-// start begins with what the app's token source in the pool this one
-// replaces knew (old: the app's client there, nil: none): the last token's
-// claims, so that a refused token's bytes are not minted again, and its
-// file's last good value; not another app_id's key.
-func (s *tokenSource) start(old *Client) {
-	var file *secretFile
-	if old != nil && old.tokens.appID == s.appID {
-		o := old.tokens
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		s.iat, s.exp, file = o.iat, o.exp, o.file
+// same reports whether o gives the tokens s would: the same app_id, header
+// and credential. A reload keeps such a source, its last token and the last
+// good value of its file, so that no two mint the same (refused) token.
+func (s *tokenSource) same(o *tokenSource) bool {
+	return s.appID == o.appID && s.auth == o.auth && s.ttl == o.ttl && s.mint == o.mint && bytes.Equal(s.fixed, o.fixed) && s.fileName() == o.fileName()
+}
+
+func (s *tokenSource) fileName() string {
+	if s.file == nil {
+		return ""
 	}
-	s.file.start(file, s.now())
+	return s.file.kind + " " + s.file.path
+}
+
+// load reads the file as the configuration was just validated.
+func (s *tokenSource) load() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.file.start(s.now())
 }
 
 // get returns the value of the token's header.

@@ -123,16 +123,16 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		}
 		return nil
 	}
-	// The files are read now, as the configuration was just validated; a key
-	// or token file no longer good keeps the last good value of the pool this
-	// one replaces.
 	for _, app := range cfg.Apps {
-		c := &Client{p: p, name: app.Name, appQuery: url.Values{"appId": {app.AppID}}.Encode(), tokens: newTokenSource(app, prefix, p.now, hook)}
-		c.tokens.start(opts.Previous.Client(app.Name))
-		p.clients[app.Name] = c
+		tokens := newTokenSource(app, prefix, p.now, hook)
+		if old := opts.Previous.Client(app.Name); old != nil && old.tokens.same(tokens) {
+			tokens = old.tokens
+		}
+		tokens.load()
+		p.clients[app.Name] = &Client{p: p, name: app.Name, appQuery: url.Values{"appId": {app.AppID}}.Encode(), tokens: tokens}
 	}
 	for _, h := range files {
-		h.f.start(nil, p.now())
+		h.f.start(p.now())
 	}
 	return p, nil
 }

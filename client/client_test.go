@@ -498,6 +498,38 @@ func TestARefusedTokenIsNotSentAgainByThePoolOfAReload(t *testing.T) {
 	assert.NotEqual(t, refused, f.lastToken())
 }
 
+// Scrapes go on with the old pool while a reload builds the new one, and a
+// fetch in flight keeps the old client to its end: the two pools share the
+// app's token source, so a token one minted and the platform refused is
+// not minted again by the other, in that second, whichever mints first.
+func TestTheOldPoolAndTheReloadedOneNeverMintTheSameRefusedToken(t *testing.T) {
+	f := newFixture(t, config.AuthHeaderAuthorization)
+	old := f.pool(t)
+	reloaded, err := client.NewPool(f.cfg, client.PoolOptions{Metrics: f.metrics, Now: f.clock.Now, Previous: old})
+	require.NoError(t, err)
+	t.Cleanup(reloaded.Close)
+
+	// A scrape still on the old pool (before the switch, or a fetch in
+	// flight after it) mints, and the platform refuses the token.
+	f.faults.SetFault(appID, "", platformtest.Fault{Kind: platformtest.FaultUnauthorized401, Times: 1})
+	_, err = old.Client("a").Concurrency(context.Background())
+	require.Equal(t, client.ReasonAuth, client.Reason(err))
+	refused := f.lastToken()
+
+	_, err = reloaded.Client("a").Concurrency(context.Background()) // the clock has not moved
+	require.NoError(t, err)
+	assert.NotEqual(t, refused, f.lastToken(), "the new pool sent the token the platform just refused")
+
+	// The other way round.
+	f.faults.SetFault(appID, "", platformtest.Fault{Kind: platformtest.FaultUnauthorized401, Times: 2})
+	_, err = reloaded.Client("a").Concurrency(context.Background())
+	require.Equal(t, client.ReasonAuth, client.Reason(err))
+	refusedByNew := f.lastToken()
+	_, _ = old.Client("a").Concurrency(context.Background())
+	_, _ = old.Client("a").Concurrency(context.Background())
+	assert.NotEqual(t, refusedByNew, f.lastToken(), "the old pool sent the token the platform refused from the new one")
+}
+
 func TestExpiredStaticTokenIsAnAuthError(t *testing.T) {
 	f := newFixture(t, config.AuthHeaderAuthorization)
 	past := time.Now().Add(-time.Hour)
