@@ -4,6 +4,7 @@
 package collector
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -46,9 +47,7 @@ type settings struct {
 
 // New returns an Exporter with no apps; call Apply with a configuration.
 func New(opts Options) *Exporter {
-	if opts.Logger == nil {
-		opts.Logger = log.NewNopLogger()
-	}
+	opts.Logger = cmp.Or(opts.Logger, log.NewNopLogger())
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

@@ -48,8 +48,11 @@ func (s *scrape) fetch(st *appState, set settings) *result {
 			s.e.shared.WithLabelValues("in_flight").Inc()
 		}
 		return res.Val.(*result)
-	case <-s.ctx.Done():
-		return nil // left: the fetch goes on for the others
+	case <-s.ctx.Done(): // left: the fetch goes on for the others
+		if r, _ := st.lastResult(); r != nil && !r.landed.Before(s.arrived) {
+			return r // landed as the request left
+		}
+		return nil
 	}
 }
 

@@ -28,11 +28,9 @@ type lifecycle struct {
 	lastCount int       // integral of active sessions over time
 
 	started, ended, untracked uint64
-	seconds                   float64 // session-seconds
-	// Ended sessions' durations: cumulative counts per bucket of
-	// sessionDurationBuckets, and sum (their count is ended).
-	buckets [8]uint64
-	sum     float64
+	seconds                   float64   // session-seconds
+	buckets                   [8]uint64 // ended sessions' durations, cumulative per sessionDurationBuckets
+	sum                       float64   // and their sum (their count is ended)
 }
 
 // observe compares a successful list of total entries, fetched at now and
