@@ -65,12 +65,14 @@ func (f *secretFile) read(now time.Time) ([]byte, bool, error) {
 	return b, changed, nil
 }
 
-// start reads the file as it is now: the configuration was just validated.
-func (f *secretFile) start(now time.Time) {
+// start reads the file as it is now (the configuration was just validated)
+// and reports whether its value changed.
+func (f *secretFile) start(now time.Time) (changed bool) {
 	if f != nil {
 		f.reread = true
-		_, _, _ = f.read(now) // a refusal is reported and counted
+		_, changed, _ = f.read(now) // a refusal is reported and counted
 	}
+	return changed
 }
 
 // tokenSource gives an app's token: a JWT (HS256; appId, iat, exp) minted
@@ -122,7 +124,9 @@ func (s *tokenSource) fileName() string {
 func (s *tokenSource) load() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.file.start(s.now())
+	if s.file.start(s.now()) {
+		s.token = "" // minted from the key the file held before
+	}
 }
 
 // get returns the value of the token's header.

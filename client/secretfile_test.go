@@ -386,3 +386,31 @@ func TestAHeaderFileUnderTwoNamesIsCountedOnce(t *testing.T) {
 	assert.Equal(t, []string{"gw"}, home.headers().Values("X-Gw-Copy"))
 	assert.Equal(t, 1.0, counterValue(t, reg, "duix_exporter_secret_file_errors_total", map[string]string{"kind": client.SecretHeader}))
 }
+
+// A reload that keeps an app's token source reads its key file again: a
+// key rotated in the file and at the platform is used at the reload's
+// first call, not after a refusal of the token minted from the old one.
+func TestAReloadMintsFromTheKeyItRead(t *testing.T) {
+	sim := platformWithApp()
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	pool := func(content string, prev *client.Pool) *client.Pool {
+		require.NoError(t, os.WriteFile(key, []byte(content), 0o600))
+		cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\napps: [{name: a, app_id: %q, app_key_file: key}]\n", srv.URL+simulator.BasePath, appID)), dir)
+		require.NoError(t, err)
+		p, err := client.NewPool(cfg, client.PoolOptions{Previous: prev})
+		require.NoError(t, err)
+		t.Cleanup(p.Close)
+		return p
+	}
+	old := pool(appKey, nil)
+	_, err := old.Client("a").Concurrency(context.Background())
+	require.NoError(t, err)
+
+	sim.AddApp(simulator.App{ID: appID, Key: "rotated-key", Allowance: 3})
+	reloaded := pool("rotated-key", old)
+	_, err = reloaded.Client("a").Concurrency(context.Background())
+	assert.NoError(t, err)
+}

@@ -4,6 +4,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -136,7 +137,7 @@ func (a App) UsesKey() bool {
 // are followed.
 func Load(path string) (*Config, error) {
 	// Read as carefully as a secret file, and at most MaxConfigFileBytes.
-	f, _, err := openSecretFile(path)
+	f, err := openSecretFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
 	}
@@ -477,7 +478,7 @@ func (a *App) validate() error {
 // KiB, not empty once trimmed; the error names the file, never its content.
 func ReadSecretFile(path string) ([]byte, error) {
 	const maxBytes = 64 << 10
-	fd, _, err := openSecretFile(path)
+	fd, err := openSecretFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -499,27 +500,21 @@ func ReadSecretFile(path string) ([]byte, error) {
 // followed (a directory, a FIFO, /dev/zero), opens without blocking so that
 // a FIFO swapped in after the check cannot hang the caller, and checks the
 // opened file again.
-func openSecretFile(path string) (*os.File, os.FileInfo, error) {
+func openSecretFile(path string) (*os.File, error) {
 	notRegular := fmt.Errorf("%q is not a regular file", path)
 	st, err := os.Stat(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, nil, notRegular
+	if err != nil || !st.Mode().IsRegular() {
+		return nil, cmp.Or(err, notRegular)
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // #nosec G304 -- a key or token file named by the configuration
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if st, err = f.Stat(); err == nil && !st.Mode().IsRegular() {
-		err = notRegular
-	}
-	if err != nil {
+	if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() {
 		_ = f.Close()
-		return nil, nil, err
+		return nil, cmp.Or(err, notRegular)
 	}
-	return f, st, nil
+	return f, nil
 }
 
 // yamlTypeNames turns the names of the decoding types in YAML errors into
