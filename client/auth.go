@@ -106,18 +106,21 @@ func newTokenSource(app config.App, auth string, now func() time.Time, hook Secr
 	return s
 }
 
-// same reports whether o gives the tokens s would: the same app_id, header
-// and credential. A reload keeps such a source, its last token and the last
-// good value of its file, so that no two mint the same (refused) token.
-func (s *tokenSource) same(o *tokenSource) bool {
-	return s.appID == o.appID && s.auth == o.auth && s.ttl == o.ttl && s.mint == o.mint && bytes.Equal(s.fixed, o.fixed) && s.fileName() == o.fileName()
-}
-
-func (s *tokenSource) fileName() string {
-	if s.file == nil {
-		return ""
+// follow returns the app's source in a pool replacing old's (nil: none):
+// old itself when it gives the same tokens, with its last token and last
+// good file value; else s, minting after old's last token (no refused one).
+func (s *tokenSource) follow(old *tokenSource) *tokenSource {
+	if old == nil {
+		return s
 	}
-	return s.file.kind + " " + s.file.path
+	if (s.file == old.file || s.file != nil && old.file != nil && s.file.path == old.file.path && s.file.kind == old.file.kind) &&
+		s.auth == old.auth && s.ttl == old.ttl && s.mint == old.mint && bytes.Equal(s.fixed, old.fixed) {
+		return old
+	}
+	old.mu.Lock()
+	defer old.mu.Unlock()
+	s.iat, s.exp = old.iat, old.exp
+	return s
 }
 
 // load reads the file as the configuration was just validated.

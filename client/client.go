@@ -123,11 +123,14 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		}
 		return nil
 	}
-	for _, app := range cfg.Apps {
-		tokens := newTokenSource(app, prefix, p.now, hook)
-		if old := opts.Previous.Client(app.Name); old != nil && old.tokens.same(tokens) {
-			tokens = old.tokens
+	prev := map[string]*tokenSource{} // by app_id, what a reload follows
+	if opts.Previous != nil {
+		for _, c := range opts.Previous.clients {
+			prev[c.tokens.appID] = c.tokens
 		}
+	}
+	for _, app := range cfg.Apps {
+		tokens := newTokenSource(app, prefix, p.now, hook).follow(prev[app.AppID])
 		tokens.load()
 		p.clients[app.Name] = &Client{p: p, name: app.Name, appQuery: url.Values{"appId": {app.AppID}}.Encode(), tokens: tokens}
 	}
@@ -137,13 +140,8 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	return p, nil
 }
 
-// Client returns the client of the app with that name, or nil (also of a nil Pool).
-func (p *Pool) Client(name string) *Client {
-	if p == nil {
-		return nil
-	}
-	return p.clients[name]
-}
+// Client returns the client of the app with that name, or nil.
+func (p *Pool) Client(name string) *Client { return p.clients[name] }
 
 // Close closes the idle connections once the last call in flight has ended;
 // calls after Close work, their connections closed as they end.

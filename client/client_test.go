@@ -57,7 +57,7 @@ func newFixture(t *testing.T, header string) *fixture {
 	require.NoError(t, f.sim.AddConversation(appID, simulator.NewConversation(convID, "law desk", 2)))
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if header == config.AuthHeaderToken {
+		if tok == "" {
 			tok = r.Header.Get("token")
 		}
 		f.mu.Lock()
@@ -511,10 +511,7 @@ func TestTheOldPoolAndTheReloadedOneNeverMintTheSameRefusedToken(t *testing.T) {
 
 	// A scrape still on the old pool (before the switch, or a fetch in
 	// flight after it) mints, and the platform refuses the token.
-	f.faults.SetFault(appID, "", platformtest.Fault{Kind: platformtest.FaultUnauthorized401, Times: 1})
-	_, err = old.Client("a").Concurrency(context.Background())
-	require.Equal(t, client.ReasonAuth, client.Reason(err))
-	refused := f.lastToken()
+	refused := f.refuseOnce(t, old.Client("a"))
 
 	_, err = reloaded.Client("a").Concurrency(context.Background()) // the clock has not moved
 	require.NoError(t, err)
@@ -528,6 +525,45 @@ func TestTheOldPoolAndTheReloadedOneNeverMintTheSameRefusedToken(t *testing.T) {
 	_, _ = old.Client("a").Concurrency(context.Background())
 	_, _ = old.Client("a").Concurrency(context.Background())
 	assert.NotEqual(t, refusedByNew, f.lastToken(), "the old pool sent the token the platform refused from the new one")
+}
+
+// Nor by a reload that changes the source of the app's tokens but not its
+// app_id: the header style, the key file's path, the key inline, the app's
+// name. The new source mints after the old one's last token.
+func TestAReloadThatChangesTheCredentialNeverMintsARefusedTokenAgain(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"key", "key2"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(appKey+"\n"), 0o600))
+	}
+	app := func(name, credential string) string {
+		return fmt.Sprintf("{name: %s, app_id: %q, %s}", name, appID, credential)
+	}
+	for change, reload := range map[string]struct{ header, app, name string }{
+		"header style": {"token", app("a", "app_key_file: key"), "a"},
+		"key path":     {"authorization", app("a", "app_key_file: key2"), "a"},
+		"key inline":   {"authorization", app("a", fmt.Sprintf("app_key: %q", appKey)), "a"},
+		"app renamed":  {"authorization", app("b", "app_key_file: key"), "b"},
+	} {
+		t.Run(change, func(t *testing.T) {
+			f := newFixture(t, config.AuthHeaderAuthorization)
+			parse := func(header, app string) *config.Config {
+				cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q, auth_header: %s}\napps: [%s]\n", f.srv.URL+simulator.BasePath, header, app)), dir)
+				require.NoError(t, err)
+				return cfg
+			}
+			old, err := client.NewPool(parse("authorization", app("a", "app_key_file: key")), client.PoolOptions{Now: f.clock.Now})
+			require.NoError(t, err)
+			t.Cleanup(old.Close)
+			refused := f.refuseOnce(t, old.Client("a"))
+
+			reloaded, err := client.NewPool(parse(reload.header, reload.app), client.PoolOptions{Now: f.clock.Now, Previous: old})
+			require.NoError(t, err)
+			t.Cleanup(reloaded.Close)
+			_, err = reloaded.Client(reload.name).Concurrency(context.Background()) // the clock has not moved
+			require.NoError(t, err)
+			assert.NotEqual(t, refused, f.lastToken())
+		})
+	}
 }
 
 func TestExpiredStaticTokenIsAnAuthError(t *testing.T) {
@@ -642,6 +678,15 @@ func platformWithApp() *simulator.Simulator {
 	sim := simulator.New()
 	sim.AddApp(simulator.App{ID: appID, Key: appKey, Allowance: 3})
 	return sim
+}
+
+// refuseOnce has the platform refuse c's next call, and returns its token.
+func (f *fixture) refuseOnce(t *testing.T, c *client.Client) string {
+	t.Helper()
+	f.faults.SetFault(appID, "", platformtest.Fault{Kind: platformtest.FaultUnauthorized401, Times: 1})
+	_, err := c.Concurrency(context.Background())
+	require.Equal(t, client.ReasonAuth, client.Reason(err))
+	return f.lastToken()
 }
 
 // poolFor builds a client the way the daemon does, from a configuration.
