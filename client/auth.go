@@ -65,14 +65,12 @@ func (f *secretFile) read(now time.Time) ([]byte, bool, error) {
 	return b, changed, nil
 }
 
-// start reads the file as it is now (the configuration was just validated)
-// and reports whether its value changed.
-func (f *secretFile) start(now time.Time) (changed bool) {
+// start reads the file as it is now: the configuration was just validated.
+func (f *secretFile) start(now time.Time) {
 	if f != nil {
 		f.reread = true
-		_, changed, _ = f.read(now) // a refusal is reported and counted
+		_, _, _ = f.read(now) // a refusal is reported and counted
 	}
-	return changed
 }
 
 // tokenSource gives an app's token: a JWT (HS256; appId, iat, exp) minted
@@ -87,14 +85,14 @@ type tokenSource struct {
 	fixed []byte      // app_key or token
 	file  *secretFile // app_key_file or token_file, else nil
 
-	mu       sync.Mutex
-	token    string // auth and the last token minted
-	iat, exp int64  // of the last token minted, Unix seconds
-	renewAt  time.Time
+	mu      sync.Mutex
+	token   string  // auth and the last token minted
+	last    *minted // shared with the app's sources before and after a reload
+	renewAt time.Time
 }
 
 func newTokenSource(app config.App, auth string, now func() time.Time, hook SecretFileHook) *tokenSource {
-	s := &tokenSource{appID: app.AppID, auth: auth, ttl: time.Duration(app.TokenTTL), now: now, mint: app.UsesKey(), fixed: []byte(app.AppKey + app.Token)}
+	s := &tokenSource{appID: app.AppID, auth: auth, last: &minted{}, ttl: time.Duration(app.TokenTTL), now: now, mint: app.UsesKey(), fixed: []byte(app.AppKey + app.Token)}
 	if s.ttl <= 0 {
 		s.ttl = time.Duration(config.DefaultTokenTTL)
 	}
@@ -106,30 +104,25 @@ func newTokenSource(app config.App, auth string, now func() time.Time, hook Secr
 	return s
 }
 
-// follow returns the app's source in a pool replacing old's (nil: none):
-// old itself when it gives the same tokens, with its last token and last
-// good file value; else s, minting after old's last token (no refused one).
+// follow makes s the successor of old, the app's source in the pool s's
+// replaces (nil: none): one record of the app's last token for both, so
+// that neither mints a refused token again, and old's last good value of
+// the same file, kept should the file no longer be good.
 func (s *tokenSource) follow(old *tokenSource) *tokenSource {
-	if old == nil {
-		return s
+	if old != nil {
+		old.mu.Lock()
+		defer old.mu.Unlock()
+		if s.last = old.last; s.file != nil && old.file != nil && s.file.path == old.file.path && s.file.kind == old.file.kind {
+			s.file.value = old.file.value
+		}
 	}
-	if (s.file == old.file || s.file != nil && old.file != nil && s.file.path == old.file.path && s.file.kind == old.file.kind) &&
-		s.auth == old.auth && s.ttl == old.ttl && s.mint == old.mint && bytes.Equal(s.fixed, old.fixed) {
-		return old
-	}
-	old.mu.Lock()
-	defer old.mu.Unlock()
-	s.iat, s.exp = old.iat, old.exp
 	return s
 }
 
-// load reads the file as the configuration was just validated.
-func (s *tokenSource) load() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.file.start(s.now()) {
-		s.token = "" // minted from the key the file held before
-	}
+// minted is an app's last token's iat and exp, Unix seconds.
+type minted struct {
+	mu       sync.Mutex
+	iat, exp int64
 }
 
 // get returns the value of the token's header.
@@ -149,15 +142,18 @@ func (s *tokenSource) get() (string, error) {
 	case !s.mint:
 		return s.auth + string(secret), nil
 	case s.token == "" || changed || !now.Before(s.renewAt):
+		s.last.mu.Lock()
 		exp := now.Add(s.ttl).Unix()
-		if now.Unix() == s.iat && exp <= s.exp {
-			exp = s.exp + 1 // minted in the second of the last, which may have been refused: never its bytes
+		if now.Unix() == s.last.iat && exp <= s.last.exp {
+			exp = s.last.exp + 1 // minted in the second of the last, which may have been refused: never its bytes
 		}
+		s.last.iat, s.last.exp = now.Unix(), exp
+		s.last.mu.Unlock()
 		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"appId": s.appID, "iat": now.Unix(), "exp": exp}).SignedString(secret)
 		if err != nil {
 			return "", &Error{Reason: ReasonAuth, detail: "signing the token failed"}
 		}
-		s.token, s.iat, s.exp, s.renewAt = s.auth+tok, now.Unix(), exp, time.Unix(exp, 0).Add(-min(s.ttl/5, 5*time.Minute))
+		s.token, s.renewAt = s.auth+tok, time.Unix(exp, 0).Add(-min(s.ttl/5, 5*time.Minute))
 	}
 	return s.token, nil
 }

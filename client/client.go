@@ -123,7 +123,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		}
 		return nil
 	}
-	prev := map[string]*tokenSource{} // by app_id, what a reload follows
+	prev := map[string]*tokenSource{} // by app_id: what a reload follows
 	if opts.Previous != nil {
 		for _, c := range opts.Previous.clients {
 			prev[c.tokens.appID] = c.tokens
@@ -131,7 +131,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	}
 	for _, app := range cfg.Apps {
 		tokens := newTokenSource(app, prefix, p.now, hook).follow(prev[app.AppID])
-		tokens.load()
+		tokens.file.start(p.now())
 		p.clients[app.Name] = &Client{p: p, name: app.Name, appQuery: url.Values{"appId": {app.AppID}}.Encode(), tokens: tokens}
 	}
 	for _, h := range files {

@@ -528,8 +528,9 @@ func TestTheOldPoolAndTheReloadedOneNeverMintTheSameRefusedToken(t *testing.T) {
 }
 
 // Nor by a reload that changes the source of the app's tokens but not its
-// app_id: the header style, the key file's path, the key inline, the app's
-// name. The new source mints after the old one's last token.
+// app_id (the header style, the key file's path, the key inline, the app's
+// name), whichever of the old pool, still finishing a fetch, and the new one
+// mints first: both follow one record of the app's last token.
 func TestAReloadThatChangesTheCredentialNeverMintsARefusedTokenAgain(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"key", "key2"} {
@@ -544,25 +545,34 @@ func TestAReloadThatChangesTheCredentialNeverMintsARefusedTokenAgain(t *testing.
 		"key inline":   {"authorization", app("a", fmt.Sprintf("app_key: %q", appKey)), "a"},
 		"app renamed":  {"authorization", app("b", "app_key_file: key"), "b"},
 	} {
-		t.Run(change, func(t *testing.T) {
-			f := newFixture(t, config.AuthHeaderAuthorization)
-			parse := func(header, app string) *config.Config {
-				cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q, auth_header: %s}\napps: [%s]\n", f.srv.URL+simulator.BasePath, header, app)), dir)
+		for _, oldFirst := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/old first %v", change, oldFirst), func(t *testing.T) {
+				f := newFixture(t, config.AuthHeaderAuthorization)
+				parse := func(header, app string) *config.Config {
+					cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q, auth_header: %s}\napps: [%s]\n", f.srv.URL+simulator.BasePath, header, app)), dir)
+					require.NoError(t, err)
+					return cfg
+				}
+				old, err := client.NewPool(parse("authorization", app("a", "app_key_file: key")), client.PoolOptions{Now: f.clock.Now})
 				require.NoError(t, err)
-				return cfg
-			}
-			old, err := client.NewPool(parse("authorization", app("a", "app_key_file: key")), client.PoolOptions{Now: f.clock.Now})
-			require.NoError(t, err)
-			t.Cleanup(old.Close)
-			refused := f.refuseOnce(t, old.Client("a"))
+				t.Cleanup(old.Close)
+				refused := f.refuseOnce(t, old.Client("a"))
+				reloaded, err := client.NewPool(parse(reload.header, reload.app), client.PoolOptions{Now: f.clock.Now, Previous: old})
+				require.NoError(t, err)
+				t.Cleanup(reloaded.Close)
 
-			reloaded, err := client.NewPool(parse(reload.header, reload.app), client.PoolOptions{Now: f.clock.Now, Previous: old})
-			require.NoError(t, err)
-			t.Cleanup(reloaded.Close)
-			_, err = reloaded.Client(reload.name).Concurrency(context.Background()) // the clock has not moved
-			require.NoError(t, err)
-			assert.NotEqual(t, refused, f.lastToken())
-		})
+				first, second := old.Client("a"), reloaded.Client(reload.name) // the clock does not move
+				if !oldFirst {
+					first, second = second, first
+				}
+				again := f.refuseOnce(t, first)
+				assert.NotEqual(t, refused, again)
+				_, err = second.Concurrency(context.Background())
+				require.NoError(t, err)
+				assert.NotEqual(t, refused, f.lastToken())
+				assert.NotEqual(t, again, f.lastToken())
+			})
+		}
 	}
 }
 
