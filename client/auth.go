@@ -2,6 +2,8 @@ package client
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"net/url"
 	"os"
 	"strings"
@@ -18,13 +20,14 @@ const (
 	SecretKey    = "key"
 	SecretToken  = "token"
 	SecretHeader = "header" // a file of api.http_client.http_headers
+	SecretTLS    = "tls"    // ca_file, cert_file or key_file of api.http_client.tls_config
 )
 
-// SecretFileHook is told when a changed key, token or header file is refused (not a
-// regular file, over 64 KiB, empty, unreadable, gone); err never holds its content.
+// SecretFileHook is told when a changed key, token, header or TLS file is refused (not a
+// regular file, too large, empty, unreadable, gone); err never holds its content.
 type SecretFileHook func(kind, path string, err error)
 
-// secretFile is a key, token or header file, looked at once a minute and read
+// secretFile is a key, token, header or TLS file, looked at once a minute and read
 // again when it changed, or at once after the platform refused it; a bad
 // one is reported once, the last good kept.
 type secretFile struct {
@@ -52,7 +55,11 @@ func (f *secretFile) read(now time.Time) ([]byte, bool, error) {
 	if f.value != nil && (told || !reread && unchanged(st, f.good)) {
 		return f.value, false, nil
 	}
-	b, err := config.ReadSecretFile(f.path)
+	limit := config.MaxSecretFileBytes
+	if f.kind == SecretTLS {
+		limit = config.MaxTLSFileBytes
+	}
+	b, err := config.ReadSecretFile(f.path, limit)
 	if err != nil {
 		if !told {
 			f.hook(f.kind, f.path, err)
@@ -206,4 +213,36 @@ func (h *header) refused() {
 		defer h.mu.Unlock()
 		h.f.reread = true
 	}
+}
+
+// tlsFiles are the files of tls_config, given to prometheus/common as
+// secret references, which it fetches on every request: read as key files
+// are, not with os.ReadFile, which blocks on a FIFO and reads /dev/zero on.
+type tlsFiles struct {
+	mu    sync.Mutex
+	now   func() time.Time
+	files map[string]*tlsFile // by path
+}
+
+type tlsFile struct {
+	f     *secretFile
+	value string // of f, converted once
+}
+
+// Fetch implements promconfig.SecretManager.
+func (t *tlsFiles) Fetch(_ context.Context, path string) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.files[path]
+	if f == nil {
+		return "", errors.New("ca_ref, cert_ref and key_ref are not supported: use ca_file, cert_file and key_file")
+	}
+	v, changed, err := f.f.read(t.now())
+	if v == nil {
+		return "", err
+	}
+	if changed || f.value == "" {
+		f.value = string(v)
+	}
+	return f.value, nil
 }

@@ -96,7 +96,14 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 			}
 		}
 	}
-	if p.http, err = promconfig.NewClientFromConfig(hcfg, "duix_exporter", promconfig.WithIdleConnTimeout(90*time.Second)); err != nil {
+	tls := &tlsFiles{now: p.now, files: map[string]*tlsFile{}}
+	for _, f := range [][2]*string{{&hcfg.TLSConfig.CAFile, &hcfg.TLSConfig.CARef}, {&hcfg.TLSConfig.CertFile, &hcfg.TLSConfig.CertRef}, {&hcfg.TLSConfig.KeyFile, &hcfg.TLSConfig.KeyRef}} {
+		if path := *f[0]; path != "" {
+			tls.files[path] = &tlsFile{f: &secretFile{path: path, kind: SecretTLS, hook: hook}}
+			*f[0], *f[1] = "", path
+		}
+	}
+	if p.http, err = promconfig.NewClientFromConfig(hcfg, "duix_exporter", promconfig.WithIdleConnTimeout(90*time.Second), promconfig.WithSecretManager(tls)); err != nil {
 		return nil, err
 	}
 	prefix := "Bearer "

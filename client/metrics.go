@@ -29,12 +29,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"endpoint"}),
 		secretFileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "duix_exporter_secret_file_errors_total",
-			Help: "Times a changed app key file (kind=\"key\") or token file (kind=\"token\") was refused (not a regular file, larger than 64 KiB, empty, unreadable or gone); the last good secret stays in use.",
+			Help: "Times a changed app key file (kind=\"key\"), token file (\"token\"), file of http_headers (\"header\") or of tls_config (\"tls\") was refused (not a regular file, too large, empty, unreadable or gone); the last good one stays in use.",
 		}, []string{"kind"}),
 	}
 	m.secretFileErrors.WithLabelValues(SecretKey) // every series from the start
 	m.secretFileErrors.WithLabelValues(SecretToken)
 	m.secretFileErrors.WithLabelValues(SecretHeader)
+	m.secretFileErrors.WithLabelValues(SecretTLS)
 	if reg != nil {
 		reg.MustRegister(m.requests, m.duration, m.secretFileErrors)
 	}

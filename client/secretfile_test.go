@@ -1,7 +1,9 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/pem"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -220,7 +222,7 @@ func TestSecretFileErrorsSeriesExistFromTheStart(t *testing.T) {
 			}
 		}
 	}
-	assert.ElementsMatch(t, []string{client.SecretKey, client.SecretToken, client.SecretHeader}, kinds)
+	assert.ElementsMatch(t, []string{client.SecretKey, client.SecretToken, client.SecretHeader, client.SecretTLS}, kinds)
 }
 
 // docs/platform-api.md#secret-files: key files are looked at "at most once a
@@ -298,6 +300,56 @@ func TestHTTPHeaderFilesAreReadAsKeyFilesAre(t *testing.T) {
 				assert.Equal(t, []string{"good-0123456789"}, home.headers().Values("X-File"), "the last good value")
 			}
 			assert.Equal(t, 1.0, counterValue(t, reg, "duix_exporter_secret_file_errors_total", map[string]string{"kind": client.SecretHeader}))
+		})
+	}
+}
+
+// The files of tls_config are read as key files are (prometheus/common
+// would read them with os.ReadFile on every request): swapped for what is
+// not a regular file of at most 4 MiB, not empty, they are refused when
+// next looked at, counted, and the last good one stays in use; a FIFO
+// cannot block the call. A changed good file is used.
+func TestTLSFilesAreReadAsKeyFilesAre(t *testing.T) {
+	srv := httptest.NewTLSServer(platformWithApp())
+	t.Cleanup(srv.Close)
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	for name, mk := range map[string]func(p string) error{
+		"over 4 MiB": func(p string) error { return os.WriteFile(p, bytes.Repeat(caPEM, 4<<20/len(caPEM)+1), 0o600) },
+		"empty":      func(p string) error { return os.WriteFile(p, []byte(" \n"), 0o600) },
+		"/dev/zero":  func(p string) error { return os.Symlink("/dev/zero", p) },
+		"fifo":       func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"directory":  func(p string) error { return os.Mkdir(p, 0o700) },
+		"gone":       func(string) error { return nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "ca.pem")
+			require.NoError(t, os.WriteFile(file, caPEM, 0o600))
+			cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q, http_client: {tls_config: {ca_file: %q}}}\napps: [{name: a, app_id: %q, app_key: %q}]\n",
+				srv.URL+simulator.BasePath, file, appID, appKey)), "")
+			require.NoError(t, err)
+			reg, clock := prometheus.NewRegistry(), simulator.NewClock(time.Now())
+			pool, err := client.NewPool(cfg, client.PoolOptions{Metrics: client.NewMetrics(reg), Now: clock.Now})
+			require.NoError(t, err)
+			t.Cleanup(pool.Close)
+			_, err = pool.Client("a").Concurrency(context.Background())
+			require.NoError(t, err)
+
+			require.NoError(t, os.RemoveAll(file))
+			require.NoError(t, mk(file))
+			clock.Add(time.Minute)
+			for range 2 {
+				returnsWithin(t, func() {
+					_, err = pool.Client("a").Concurrency(context.Background())
+				})
+				require.NoError(t, err, "the last good CA stays in use")
+			}
+			assert.Equal(t, 1.0, counterValue(t, reg, "duix_exporter_secret_file_errors_total", map[string]string{"kind": client.SecretTLS}))
+
+			require.NoError(t, os.RemoveAll(file))
+			require.NoError(t, os.WriteFile(file, []byte("no certificate\n"), 0o600))
+			clock.Add(time.Minute)
+			_, err = pool.Client("a").Concurrency(context.Background())
+			assert.Equal(t, client.ReasonNetwork, client.Reason(err), "the changed file is used")
 		})
 	}
 }

@@ -166,8 +166,8 @@ func Load(path string) (*Config, error) {
 
 // Parse parses and validates a configuration. Unknown fields are errors,
 // defaults are applied and relative file paths are joined with dir (left
-// alone when dir is empty). Key and token files must be readable regular
-// files; they are not read.
+// alone when dir is empty). Key, token, header and TLS files are read,
+// and must pass ReadSecretFile.
 func Parse(data []byte, dir string) (*Config, error) {
 	var cfg *Config // stays nil for an empty document
 	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
@@ -412,10 +412,15 @@ func (a *API) validate() error {
 				return fmt.Errorf("api.http_client.http_headers: header %q must not be set: %s", name, perApp)
 			}
 			for _, path := range h.Files {
-				if _, err := ReadSecretFile(path); err != nil {
+				if _, err := ReadSecretFile(path, MaxSecretFileBytes); err != nil {
 					return fmt.Errorf("api.http_client.http_headers: header %q: %w", name, err)
 				}
 			}
+		}
+	}
+	for _, path := range []string{hc.TLSConfig.CAFile, hc.TLSConfig.CertFile, hc.TLSConfig.KeyFile} {
+		if _, err := ReadSecretFile(path, MaxTLSFileBytes); path != "" && err != nil {
+			return fmt.Errorf("api.http_client.tls_config: %w", err)
 		}
 	}
 	return nil
@@ -442,7 +447,7 @@ func (a *App) validate() error {
 		return fmt.Errorf("exactly one of app_key, app_key_file, token, token_file must be set, found %s", found)
 	}
 	if path := a.AppKeyFile + a.TokenFile; path != "" { // at most one is set
-		if _, err := ReadSecretFile(path); err != nil { // a reload then keeps the last good secret in use
+		if _, err := ReadSecretFile(path, MaxSecretFileBytes); err != nil { // a reload then keeps the last good secret in use
 			return fmt.Errorf("%s: %w", creds[0], err)
 		}
 	}
@@ -473,17 +478,22 @@ func (a *App) validate() error {
 	return nil
 }
 
-// ReadSecretFile reads a key, token or header file: a regular file (opened
-// without blocking, so that a FIFO cannot hang the caller) of at most 64
-// KiB, not empty once trimmed; the error names the file, never its content.
-func ReadSecretFile(path string) ([]byte, error) {
-	const maxBytes = 64 << 10
+// Bounds on a key, token or header file, and on a file of tls_config (a CA bundle).
+const (
+	MaxSecretFileBytes = 64 << 10
+	MaxTLSFileBytes    = 4 << 20
+)
+
+// ReadSecretFile reads a key, token, header or TLS file: a regular file
+// (opened without blocking, so that a FIFO cannot hang the caller) of at
+// most maxBytes, not empty once trimmed; the error names the file, never its content.
+func ReadSecretFile(path string, maxBytes int) ([]byte, error) {
 	fd, err := openSecretFile(path)
 	if err != nil {
 		return nil, err
 	}
 	defer fd.Close()
-	b, err := io.ReadAll(io.LimitReader(fd, maxBytes+1))
+	b, err := io.ReadAll(io.LimitReader(fd, int64(maxBytes)+1))
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("reading %s failed", path)
