@@ -278,6 +278,15 @@ func TestConfigCheck(t *testing.T) {
 		code, out2 := run(path) // no memory limit
 		assert.Equal(t, 0, code, out2)
 	}
+
+	// TLS files are checked as the exporter uses them: a CA file that holds
+	// no certificate fails the check, not the start.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ca.pem"), []byte("no certificate\n"), 0o600))
+	path := filepath.Join(dir, "tls.yml")
+	require.NoError(t, os.WriteFile(path, []byte("api: {http_client: {tls_config: {ca_file: ca.pem}}}\napps: [{name: one, app_id: '1', app_key: KEY-check-0001}]\n"), 0o600))
+	code, out = run(path)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "CA cert")
 }
 
 func TestReloadKeepsTheRunningConfigWhenTheNewOneIsBad(t *testing.T) {

@@ -121,12 +121,17 @@ func runServe(ctx context.Context, o serveOptions, logger log.Logger, slogger *s
 // checkConfig implements --config.check.
 func checkConfig(path string) int {
 	cfg, err := config.Load(path)
+	if err == nil { // the clients, as the exporter builds them (TLS files must parse); no request
+		var pool *client.Pool
+		if pool, err = client.NewPool(cfg, client.PoolOptions{}); err == nil {
+			pool.Close()
+		}
+	}
+	if limit, source := config.MemoryLimit(); err == nil && cfg.CheckMemory(limit) != nil {
+		err = fmt.Errorf("%w (%s)", cfg.CheckMemory(limit), source)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAILED: %s: %v\n", path, err)
-		return 1
-	}
-	if limit, source := config.MemoryLimit(); cfg.CheckMemory(limit) != nil {
-		fmt.Fprintf(os.Stderr, "FAILED: %s: %v (%s)\n", path, cfg.CheckMemory(limit), source)
 		return 1
 	}
 	fmt.Printf("SUCCESS: %s is valid: %d app(s)\n", path, len(cfg.Apps))

@@ -42,6 +42,7 @@ const (
 
 	MaxMaxConcurrency   = 4096
 	MinMaxResponseBytes = int64(1024)
+	MaxMaxResponseBytes = int64(1 << 30) // so that the memory check cannot overflow
 	MaxConfigFileBytes  = 16 << 20
 )
 
@@ -78,7 +79,7 @@ type Config struct {
 
 // Sessions configures what the exporter follows of the apps' sessions.
 type Sessions struct {
-	Lifecycle  bool `yaml:"lifecycle"`   // the session lifecycle metrics (15 series per app)
+	Lifecycle  bool `yaml:"lifecycle"`   // the session lifecycle metrics (16 series per app)
 	MaxTracked int  `yaml:"max_tracked"` // sessions followed per app, 1..1000000; the others are counted
 }
 
@@ -380,8 +381,8 @@ func (a *API) validate() error {
 		rule{a.Timeout == 0, "api.timeout", "must be greater than 0", a.Timeout},
 		rule{a.MaxConcurrency < 1 || a.MaxConcurrency > MaxMaxConcurrency,
 			"api.max_concurrency", fmt.Sprintf("must be between 1 and %d", MaxMaxConcurrency), a.MaxConcurrency},
-		rule{a.MaxResponseBytes < MinMaxResponseBytes,
-			"api.max_response_bytes", fmt.Sprintf("must be at least %d", MinMaxResponseBytes), a.MaxResponseBytes},
+		rule{a.MaxResponseBytes < MinMaxResponseBytes || a.MaxResponseBytes > MaxMaxResponseBytes,
+			"api.max_response_bytes", fmt.Sprintf("must be between %d and %d", MinMaxResponseBytes, MaxMaxResponseBytes), a.MaxResponseBytes},
 		rule{a.ConversationRefresh == 0, "api.conversation_refresh", "must be greater than 0", a.ConversationRefresh},
 	); err != nil {
 		return err
@@ -434,9 +435,9 @@ func (a *App) validate() error {
 		return errors.New("app_id is not valid UTF-8")
 	}
 	creds := setNames(
-		field{"app_key", a.AppKey != ""},
+		field{"app_key", strings.TrimSpace(string(a.AppKey)) != ""}, // blank, as a file would be
 		field{"app_key_file", a.AppKeyFile != ""},
-		field{"token", a.Token != ""},
+		field{"token", strings.TrimSpace(string(a.Token)) != ""},
 		field{"token_file", a.TokenFile != ""},
 	)
 	if len(creds) != 1 {
@@ -549,6 +550,9 @@ var (
 	yamlValue    = regexp.MustCompile(`(cannot unmarshal \S+) .* (into )`)
 	unknownField = regexp.MustCompile(`(field [A-Za-z0-9_-]*)[^A-Za-z0-9_-].* (not found in )`)
 	yamlQuoted   = regexp.MustCompile(`^(yaml: [^']*)'.*'`)
+	backquoted   = regexp.MustCompile("`[^`]*`")                      // go-yaml's quoting of a value, even across lines
+	tlsVersion   = regexp.MustCompile(`(unknown TLS version)(?s:.*)`) // prometheus/common's, unquoted
+	commonPlain  = regexp.MustCompile(`in type config\.plain\b`)      // prometheus/common's HTTP client settings
 )
 
 // locateError prefixes an error of a field's decoder (a duration, the HTTP
@@ -558,17 +562,18 @@ func locateError(where string, err error) error {
 	if _, ok := err.(*yaml.TypeError); ok || err == nil {
 		return err
 	}
-	return fmt.Errorf("%s: %s", where, quotedValue.ReplaceAllString(err.Error(), ""))
+	return fmt.Errorf("%s: %s", where, tlsVersion.ReplaceAllString(quotedValue.ReplaceAllString(err.Error(), ""), "$1"))
 }
 
 func yamlError(err error) error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
-		return fmt.Errorf("parsing YAML: %s", yamlQuoted.ReplaceAllString(err.Error(), "$1(…)"))
+		return fmt.Errorf("parsing YAML: %s", backquoted.ReplaceAllString(yamlQuoted.ReplaceAllString(err.Error(), "$1(…)"), "(…)"))
 	}
 	msgs := make([]string, len(te.Errors))
 	for i, m := range te.Errors {
-		msgs[i] = yamlTypeNames.Replace(unknownField.ReplaceAllString(yamlValue.ReplaceAllString(m, "$1 $2"), "$1… (a space missing after a colon?) $2"))
+		m = commonPlain.ReplaceAllString(yamlValue.ReplaceAllString(backquoted.ReplaceAllString(m, "(…)"), "$1 $2"), "in api.http_client or a section of it")
+		msgs[i] = yamlTypeNames.Replace(unknownField.ReplaceAllString(m, "$1… (a space missing after a colon?) $2"))
 	}
 	return fmt.Errorf("parsing YAML: %s", strings.Join(msgs, "; "))
 }

@@ -315,7 +315,8 @@ func TestInvalidConfigs(t *testing.T) {
 		{"invalid-sessions-max-tracked-zero.yml", "sessions.max_tracked: must be between 1 and 1000000"},
 		{"invalid-unknown-field-sessions.yml", "field lifecyle not found in section sessions"},
 		{"invalid-max-concurrency-too-large.yml", "api.max_concurrency: must be between 1 and 4096, got 4097"},
-		{"invalid-max-response-bytes-too-small.yml", "api.max_response_bytes: must be at least 1024, got 1023"},
+		{"invalid-max-response-bytes-too-small.yml", "api.max_response_bytes: must be between 1024 and 1073741824, got 1023"},
+		{"invalid-max-response-bytes-too-large.yml", "api.max_response_bytes: must be between 1024 and 1073741824, got 9223372036854775807"},
 		{"invalid-missing-key-file.yml", `app "keyfile" (apps[0]): app_key_file: stat ` + filepath.Join(testdataDir(t), "secrets", "does-not-exist.key") + ": no such file or directory"},
 		{"invalid-missing-token-file.yml", `app "tokenfile" (apps[1]): token_file: stat `},
 		{"invalid-key-file-is-directory.yml", `app "keyfile" (apps[0]): app_key_file: "` + filepath.Join(testdataDir(t), "secrets") + `" is not a regular file`},
@@ -610,4 +611,70 @@ func TestHeaderFilesAreCheckedAtLoad(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(tmp, "h"), []byte(secretMarker+"-gate\n"), 0o600))
 	_, err := Parse([]byte("api: {http_client: {http_headers: {X-Gate: {files: [h]}}}}\napps: [{name: a, app_id: '1', app_key: k}]"), tmp)
 	assert.NoError(t, err)
+}
+
+// pastedKey is a credential pasted where it does not belong.
+const pastedKey = secretMarker + "KEYabcdef0123456789"
+
+// An explicit YAML tag on a credential (a copy-paste from a templating tool,
+// or a deliberate `!!str`-like cast with the wrong tag) makes go-yaml fail
+// with "cannot decode !!str `VALUE` as a !!int": the value is quoted with
+// backquotes, which the redaction (double and single quotes only) misses.
+//
+// docs/configuration.md: "Secrets are never logged, printed by
+// `--config.check`, or put in errors or metrics."
+func TestAnExplicitYAMLTagNeverEchoesACredential(t *testing.T) {
+	for name, doc := range map[string]string{
+		"app_key !!int":           "apps: [{name: a, app_id: '1', app_key: !!int " + pastedKey + "}]\n",
+		"app_key !!float":         "apps: [{name: a, app_id: '1', app_key: !!float " + pastedKey + "}]\n",
+		"token !!bool":            "apps: [{name: a, app_id: '1', token: !!bool " + pastedKey + "}]\n",
+		"token !!null":            "apps: [{name: a, app_id: '1', token: !!null " + pastedKey + "}]\n",
+		"token !!timestamp":       "apps: [{name: a, app_id: '1', token: !!timestamp " + pastedKey + "}]\n",
+		"header secret !!int":     "api: {http_client: {http_headers: {X-Gate: {secrets: [!!int " + pastedKey + "]}}}}\napps: [{name: a, app_id: '1', app_key: k}]\n",
+		"proxy header !!int":      "api: {http_client: {proxy_url: 'http://p:1', proxy_connect_header: {X: [!!int " + pastedKey + "]}}}\napps: [{name: a, app_id: '1', app_key: k}]\n",
+		"tls inline key !!int":    "api: {http_client: {tls_config: {key: !!int " + pastedKey + "}}}\napps: [{name: a, app_id: '1', app_key: k}]\n",
+		"key pasted in token_ttl": "apps: [{name: a, app_id: '1', app_key: k, token_ttl: !!int " + pastedKey + "}]\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(doc), "")
+			require.Error(t, err)
+			assert.NotContains(t, err.Error(), "SECRET", "the error echoes the credential")
+			assert.NotContains(t, err.Error(), "0123456789", "the error echoes the credential")
+		})
+	}
+}
+
+// docs/reliability.md: "values that fail to parse (a duration, a YAML
+// scalar) are never echoed" and "Configuration errors never echo a URL or a
+// value that failed to parse". A credential pasted one line too low lands
+// in tls_config.min_version, whose decoder (prometheus/common) prints it
+// unquoted: "unknown TLS version: VALUE".
+func TestAValueThatFailsToParseIsNeverEchoed(t *testing.T) {
+	for name, doc := range map[string]string{
+		"tls min_version": "api: {http_client: {tls_config: {min_version: " + pastedKey + "}}}\napps: [{name: a, app_id: '1', app_key: k}]\n",
+		"tls max_version": "api: {http_client: {tls_config: {max_version: " + pastedKey + "}}}\napps: [{name: a, app_id: '1', app_key: k}]\n",
+		// A block scalar's first line break stops the redaction's `.*`: the
+		// first characters after it are echoed.
+		"block scalar into an int":   "api:\n  max_concurrency: |\n    a\n    " + pastedKey + "\napps: [{name: a, app_id: '1', app_key: k}]\n",
+		"quoted newline into an int": "sessions: {max_tracked: \"1\\n" + pastedKey + "\"}\napps: [{name: a, app_id: '1', app_key: k}]\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(doc), "")
+			require.Error(t, err)
+			assert.NotContains(t, err.Error(), "SECR", "the error echoes the value")
+		})
+	}
+}
+
+// A misspelled field of prometheus/common's HTTP client settings names the
+// section, and a blank inline credential is none, as a blank file is.
+func TestHTTPClientTyposAndBlankCredentialsAreNamed(t *testing.T) {
+	_, err := Parse([]byte("api: {http_client: {follow_redirect: false}}\napps: [{name: a, app_id: '1', app_key: k}]"), "")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "field follow_redirect not found in api.http_client")
+	for _, cred := range []string{"app_key: '   '", `token: " \n"`} {
+		_, err = Parse([]byte("apps: [{name: a, app_id: '1', "+cred+"}]"), "")
+		require.Error(t, err, cred)
+		assert.Contains(t, err.Error(), "found none", cred)
+	}
 }

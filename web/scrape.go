@@ -33,9 +33,9 @@ const timeoutHeader = "X-Prometheus-Scrape-Timeout-Seconds"
 // decimalSeconds is the header's syntax (ParseFloat also takes "NaN", "0x1p3", "1_0").
 var decimalSeconds = regexp.MustCompile(`^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$`)
 
-// scrapeTimeout returns Prometheus' scrape timeout less offset (unless it
-// would use it up), so that a slow platform yields duix_up 0 before
-// Prometheus gives up; DefaultScrapeTimeout without the header.
+// scrapeTimeout returns Prometheus' scrape timeout less offset, so that a
+// slow platform yields duix_up 0 before Prometheus gives up;
+// DefaultScrapeTimeout without the header.
 func scrapeTimeout(h http.Header, offset time.Duration) (time.Duration, error) {
 	vs := h.Values(timeoutHeader)
 	switch {
@@ -49,14 +49,10 @@ func scrapeTimeout(h http.Header, offset time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("invalid %s %s: want a number of seconds greater than 0 and at most %g",
 			timeoutHeader, strconv.Quote(vs[0][:min(len(vs[0]), 32)]), MaxScrapeTimeout.Seconds())
 	}
-	timeout := time.Duration(math.Round(secs * float64(time.Second)))
-	if timeout-offset > 0 {
-		timeout -= offset
+	if timeout := time.Duration(math.Round(secs*float64(time.Second))) - offset; timeout >= MinScrapeTimeout {
+		return timeout, nil
 	}
-	if timeout < MinScrapeTimeout {
-		return 0, errors.New("scrape timeout too short: at least 100ms after --scrape.timeout-offset")
-	}
-	return timeout, nil
+	return 0, errors.New("scrape timeout too short: at least 100ms after --scrape.timeout-offset")
 }
 
 // scraper serves scrapes: per request, a registry of the exporter's
