@@ -210,9 +210,21 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// Concurrency returns the app's concurrency status (GET /getconcurrentNumber?appId=).
+// Concurrency returns the app's concurrency status (GET /getconcurrentNumber?appId=);
+// an answer without both numbers is a decode error, not zeros.
 func (c *Client) Concurrency(ctx context.Context) (*Concurrency, error) {
-	return getObject[Concurrency](ctx, c, EndpointConcurrency, c.appQuery)
+	v, err := getObject[struct {
+		CropID string `json:"cropId"`
+		T      *int64 `json:"totalConcurrentNumber"`
+		U      *int64 `json:"userConcurrentNumber"`
+	}](ctx, c, EndpointConcurrency, c.appQuery)
+	switch {
+	case err != nil:
+		return nil, err
+	case v.T == nil || v.U == nil:
+		return nil, &Error{Endpoint: EndpointConcurrency, App: c.name, Reason: ReasonDecode, detail: "no totalConcurrentNumber or userConcurrentNumber", err: errShape}
+	}
+	return &Concurrency{CropID: v.CropID, TotalConcurrentNumber: *v.T, UserConcurrentNumber: *v.U}, nil
 }
 
 // GetConversation decodes a conversation's details (GET

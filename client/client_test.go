@@ -341,6 +341,22 @@ func TestNullSessionDataIsEmptyButNullConcurrencyIsAnError(t *testing.T) {
 	assert.Equal(t, client.ReasonDecode, client.Reason(err))
 }
 
+// An answer of getconcurrentNumber without both numbers is not the
+// documented one: a decode error, never zeros that look like free capacity.
+func TestConcurrencyWithoutItsNumbersIsADecodeError(t *testing.T) {
+	for _, data := range []string{`{}`, `{"totalConcurrentNumber":5}`, `{"totalConcurrentNumber":5,"userConcurrentNumber":null}`, `{"userConcurrentNumber":1,"cropId":"c"}`} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = w.Write([]byte(`{"code":"200","success":true,"data":` + data + `}`))
+		}))
+		t.Cleanup(srv.Close)
+		f := newFixture(t, config.AuthHeaderAuthorization)
+		f.cfg.API.BaseURL = srv.URL
+		_, err := f.client(t).Concurrency(context.Background())
+		assert.Equal(t, client.ReasonDecode, client.Reason(err), data)
+		assert.Contains(t, fmt.Sprint(err), client.EndpointConcurrency, data)
+	}
+}
+
 func TestRetryAfterIsHonoured(t *testing.T) {
 	f := newFixture(t, config.AuthHeaderAuthorization)
 	f.faults.SetFault(appID, client.EndpointConcurrency, platformtest.Fault{Kind: platformtest.FaultRateLimit429, RetryAfter: 30 * time.Second, Times: 1})
