@@ -89,6 +89,9 @@ func (st *appState) metrics(r *result, now time.Time) []prometheus.Metric {
 		add(scrapeErrorsDesc, prometheus.CounterValue, float64(n), reason)
 		errs += n
 	}
+	if !st.shown { // at 0 in the app's first scrape, so that increase() sees its first failures
+		errs, st.shown = 0, true
+	}
 	counter(appErrorsDesc, float64(errs))
 	for _, cv := range st.conversations {
 		if !cv.refreshed.IsZero() { // known
@@ -109,9 +112,7 @@ func (st *appState) metrics(r *result, now time.Time) []prometheus.Metric {
 		if l.baseline {
 			gauge(oldestSessionAgeDesc, l.oldestAge(now))
 		}
-		if l.untracked > 0 {
-			counter(sessionsUntrackedDesc, float64(l.untracked))
-		}
+		counter(sessionsUntrackedDesc, float64(l.untracked))
 		buckets := make(map[float64]uint64, len(l.buckets))
 		for i, le := range sessionDurationBuckets {
 			buckets[le] = l.buckets[i]
@@ -123,14 +124,14 @@ func (st *appState) metrics(r *result, now time.Time) []prometheus.Metric {
 
 // The metrics of a scrape, one descriptor each; each HELP text names the
 // platform field the value comes from (docs/platform-api.md). A healthy app
-// has 8 series; a configured conversation adds at most 4, the lifecycle 15.
+// has 8 series; a configured conversation adds at most 4, the lifecycle 16.
 var (
 	upDesc                          = appDesc("duix_up", "1 when both getconcurrentNumber and getconcurrentList answered successfully for the app in this scrape, else 0.")
 	limitDesc                       = appDesc("duix_app_concurrency_limit", "Concurrency allowance of the app: totalConcurrentNumber of getconcurrentNumber.")
 	inUseDesc                       = appDesc("duix_app_concurrency_in_use", "Concurrency in use by the app: userConcurrentNumber of getconcurrentNumber.")
 	activeSessionsDesc              = appDesc("duix_app_active_sessions", "Active (in-call) sessions of the app: the number of entries in the data of getconcurrentList.")
 	appInfoDesc                     = appDesc("duix_app_info", "Facts about the app, value 1: app_id from the configuration, corp_id from cropId of getconcurrentNumber (last value seen).", "app_id", "corp_id")
-	scrapeDurationDesc              = appDesc("duix_scrape_duration_seconds", "Wall time of the app's calls to the platform (getconcurrentNumber, getconcurrentList and any conversation refresh) whose result this scrape reports.")
+	scrapeDurationDesc              = appDesc("duix_scrape_duration_seconds", "Wall time of the app's calls to the platform (getconcurrentNumber and getconcurrentList) whose result this scrape reports.")
 	scrapeErrorsDesc                = appDesc("duix_scrape_errors_total", "Failed calls to the platform for the app (any endpoint), by reason: timeout, http, api, decode, auth, network, rate_limited. A series appears with the first failure of its reason.", "reason")
 	appErrorsDesc                   = appDesc("duix_app_errors_total", "Failed calls to the platform for the app (any endpoint), every reason together; present at 0 from the app's first scrape.")
 	rateLimitedUntilDesc            = appDesc("duix_app_rate_limited_until_timestamp_seconds", "Until when the platform asked (HTTP 429 Retry-After) not to be called for the app; only present while it applies.")
@@ -143,7 +144,7 @@ var (
 	sessionsEndedDesc               = appDesc("duix_app_sessions_ended_total", "Sessions of the app that were listed by getconcurrentList and no longer are, as observed at fetch time.")
 	oldestSessionAgeDesc            = appDesc("duix_app_oldest_session_age_seconds", "Age of the app's oldest active session (from startTime of its getconcurrentList record, else from when it was first listed), 0 when none; absent until a list was fetched.")
 	sessionSecondsDesc              = appDesc("duix_app_session_seconds_total", "Session-seconds used by the app: the number of entries of getconcurrentList integrated over time between successful fetches (trapezoid rule).")
-	sessionsUntrackedDesc           = appDesc("duix_app_sessions_untracked_total", "Entries of getconcurrentList left out of the lifecycle: without a session ID, with one over 256 bytes, or over sessions.max_tracked. Present once one was.")
+	sessionsUntrackedDesc           = appDesc("duix_app_sessions_untracked_total", "Entries of getconcurrentList left out of the lifecycle: without a session ID, with one over 256 bytes, or over sessions.max_tracked.")
 	sessionDurationDesc             = appDesc("duix_app_session_duration_seconds", "Durations of the app's ended sessions, as observed at fetch time: from the record's start time (startTime of getconcurrentList) when it has one, else from when the session was first listed, to when it was last listed.")
 )
 

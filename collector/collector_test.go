@@ -196,9 +196,60 @@ func gathererOf(c prometheus.Collector) prometheus.Gatherer {
 	return reg
 }
 
+// A slow conversation refresh does not hold back the app's result: a
+// request that leaves at its deadline, once getconcurrentNumber and
+// getconcurrentList have answered, reports the app up with its figures
+// while the refresh goes on; a later scrape has the details.
+func TestASlowConversationRefreshDoesNotTakeTheAppDown(t *testing.T) {
+	e := newGatedEnv(t, appDef{"a", "1790000000000000001", "KEY-a", 3, []string{"c1"}})
+	conversations := func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/"+client.EndpointConversation) }
+	e.gate.holds.Store(&conversations)
+
+	ctx, leave := context.WithCancel(context.Background())
+	rec := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		handlerFor(e.exp, nil, 0).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil).WithContext(ctx))
+	}()
+	require.Eventually(t, func() bool { s := e.exp.Statuses(); return len(s) == 1 && s[0].Up }, time.Minute, time.Millisecond,
+		"the result is recorded while the refresh is held")
+	require.Eventually(t, func() bool { return e.gate.arrived.Load() == 1 }, time.Minute, time.Millisecond, "the refresh is under way")
+	leave() // the request's deadline
+	<-done
+	assert.Contains(t, rec.Body.String(), `duix_up{app="a"} 1`)
+	assert.Contains(t, rec.Body.String(), `duix_app_concurrency_limit{app="a"} 3`)
+	assert.NotContains(t, rec.Body.String(), "duix_conversation_info", "not known yet")
+
+	e.gate.release()
+	assert.Contains(t, e.scrapeText(t, context.Background()), `duix_conversation_max_concurrent{app="a",conversation_id="c1"} 2`)
+}
+
+// duix_app_errors_total is 0 in the app's first scrape even when its
+// first calls fail, so that increase() sees those failures; and corp_id is
+// the last cropId seen, kept when an answer has none.
+func TestAppErrorsStartAtZeroAndCorpIDIsTheLastSeen(t *testing.T) {
+	e := newEnv(t, appDef{name: "a", id: "1790000000000000001", key: "KEY-a", allowance: 3})
+	e.faults.SetFault("1790000000000000001", client.EndpointConcurrency, platformtest.Fault{Kind: platformtest.FaultHTTP500, Times: 1})
+	body := e.scrapeText(t, context.Background())
+	assert.Contains(t, body, `duix_up{app="a"} 0`)
+	assert.Contains(t, body, `duix_app_errors_total{app="a"} 0`)
+	e.clk.Add(time.Minute)
+	body = e.scrapeText(t, context.Background())
+	assert.Contains(t, body, `duix_app_errors_total{app="a"} 1`, "the first failure, seen by increase()")
+	assert.Contains(t, body, `corp_id="corp-a"`)
+
+	e.sim.AddApp(simulator.App{ID: "1790000000000000001", Key: "KEY-a", Allowance: 3}) // no cropId any more
+	e.clk.Add(time.Minute)
+	body = e.scrapeText(t, context.Background())
+	assert.Contains(t, body, `duix_up{app="a"} 1`)
+	assert.Contains(t, body, `corp_id="corp-a"`, "the last value seen")
+}
+
 // TestSeriesDependOnTheConfigurationAlone: a healthy app costs 8 series,
-// each configured conversation 4 more, and the session lifecycle 15 more
-// per app when it is on, whatever the platform names in its records.
+// each configured conversation 4 more, and the session lifecycle 16 more
+// per app when it is on, whatever the platform names in its records and
+// however many of them the lifecycle leaves untracked.
 func TestSeriesDependOnTheConfigurationAlone(t *testing.T) {
 	for _, lifecycle := range []bool{false, true} {
 		t.Run(fmt.Sprintf("lifecycle=%v", lifecycle), func(t *testing.T) {
@@ -207,8 +258,13 @@ func TestSeriesDependOnTheConfigurationAlone(t *testing.T) {
 				appDef{"beta", "app-beta", "key-beta", 5000, nil},
 			)
 			cfg := *e.cfg
-			cfg.Sessions.Lifecycle = lifecycle
+			cfg.Sessions.Lifecycle, cfg.Sessions.MaxTracked = lifecycle, 100
 			require.NoError(t, e.exp.Apply(&cfg))
+			want := 2*8 + 2*4
+			if lifecycle {
+				want += 2 * 16
+			}
+			assert.Equal(t, want, seriesIn(e.scrapeText(t, context.Background())), "nothing untracked yet")
 			for i := range 2000 {
 				_, err := e.sim.ForceSession("app-alpha", fmt.Sprintf("unconfigured-%d", i))
 				require.NoError(t, err)
@@ -219,10 +275,6 @@ func TestSeriesDependOnTheConfigurationAlone(t *testing.T) {
 			require.NoError(t, err)
 			_, err = e.sim.ForceSession("app-beta", "")
 			require.NoError(t, err)
-			want := 2*8 + 2*4
-			if lifecycle {
-				want += 2 * 15
-			}
 			for range 2 {
 				e.clk.Add(time.Minute)
 				body := e.scrapeText(t, context.Background())
@@ -232,6 +284,9 @@ func TestSeriesDependOnTheConfigurationAlone(t *testing.T) {
 				assert.Contains(t, body, `duix_app_sessions_without_conversation{app="beta"} 1`)
 				assert.NotContains(t, body, "unconfigured-")
 				assert.NotContains(t, body, "other-")
+				if lifecycle {
+					assert.Regexp(t, `duix_app_sessions_untracked_total\{app="beta"\} [1-9]`, body) // over max_tracked
+				}
 			}
 		})
 	}

@@ -56,9 +56,9 @@ func (s *scrape) fetch(st *appState, set settings) *result {
 	}
 }
 
-// fly makes the calls of a fetch of st, each on a slot of its own, and
-// records the outcome: getconcurrentNumber, any conversation due for a
-// refresh and getconcurrentList.
+// fly makes the calls of a fetch of st, each on a slot of its own:
+// getconcurrentNumber and getconcurrentList, whose outcome it records as
+// they end, and any conversation due for a refresh, which it waits for.
 func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	st.mu.Lock()
 	if r := st.last; r != nil && !r.landed.Before(arrived) {
@@ -72,9 +72,9 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	}
 	st.mu.Unlock()
 	r, begun := &result{started: e.opts.Now()}, time.Now()
-	var wg sync.WaitGroup
+	var wg, refresh sync.WaitGroup
 	if due := st.due(r.started, time.Duration(set.api.ConversationRefresh), time.Minute); len(due) > 0 {
-		wg.Go(func() { // one at a time: an app's calls hold at most three slots
+		refresh.Go(func() { // one at a time: an app's calls hold at most three slots
 			for _, id := range due {
 				var conv *conversationDetails
 				err := e.call(st, c, set, client.EndpointConversation, func(ctx context.Context) (err error) {
@@ -119,7 +119,8 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	}
 	wg.Wait()
 	r.duration = time.Since(begun)
-	st.record(r, list, listedAt)
+	st.record(r, list, listedAt) // a request leaving at its deadline takes r, however long the refresh
+	refresh.Wait()
 	return r
 }
 

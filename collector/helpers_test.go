@@ -68,11 +68,16 @@ type gate struct {
 	arrived atomic.Int64
 	open    chan struct{}
 	once    sync.Once
+	holds   atomic.Pointer[func(*http.Request) bool] // the requests it holds (nil: all)
 }
 
 func newGate(next http.Handler) *gate { return &gate{next: next, open: make(chan struct{})} }
 
 func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if holds := g.holds.Load(); holds != nil && !(*holds)(r) {
+		g.next.ServeHTTP(w, r)
+		return
+	}
 	g.arrived.Add(1)
 	select {
 	case <-g.open:

@@ -44,6 +44,7 @@ type appState struct {
 	errs          map[string]uint64
 	last          *result
 	flying        bool // a fetch is making its calls
+	shown         bool // the app's series were exposed
 	corpID        string
 	life          *lifecycle // nil when the lifecycle is off
 	maxTracked    int
@@ -149,7 +150,7 @@ func (st *appState) record(r *result, list []seenSession, listedAt time.Time) {
 	st.last, st.flying, r.landed = r, false, time.Now()
 	st.countError(r.concErr)
 	st.countError(r.sessErr)
-	if r.conc != nil {
+	if r.conc != nil && r.conc.CropID != "" { // the last value seen
 		st.corpID = labelValue(r.conc.CropID)
 	}
 	if st.life != nil && list != nil && r.sessErr == nil {

@@ -115,7 +115,7 @@ func (o options) check() error {
 
 // reference tells whether o is the run the wall and CPU targets are set
 // for: 1000 apps with 2 sessions and 1 conversation each, 20 ms latency,
-// concurrency 64, the session lifecycle off (its 15 series per app are
+// concurrency 64, the session lifecycle off (its 16 series per app are
 // priced apart: docs/performance.md). -scrapes changes how it is measured,
 // not what.
 func (o options) reference() bool {
