@@ -13,7 +13,6 @@
 package janitor
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -142,15 +141,22 @@ type Janitor struct {
 	turn               chan struct{} // one webhook handled at a time
 	mu                 sync.Mutex    // guards what follows
 	set                settings
-	stops              []time.Time          // stops (or would-stops) of the last hour
-	acted              map[string]time.Time // app + "\x00" + session ID -> when stopped
-	recent             []Action             // ring of the last recentSize
-	next               int                  // where the ring writes next
-	counted            map[string]bool      // apps whose per-app series exist
-	// The stops and stopped sessions of the other mode (dry run or not),
-	// kept for when it is turned on again.
-	otherStops []time.Time
-	otherActed map[string]time.Time
+	// The stops of the last hour and the sessions stopped in it, of real
+	// stops ([0]) and of the dry run's would-stops ([1]) apart: each mode
+	// has its budget, kept while the other is on.
+	stops   [2][]time.Time
+	acted   [2]map[string]time.Time // app + "\x00" + session ID -> when stopped
+	recent  []Action                // ring of the last recentSize
+	next    int                     // where the ring writes next
+	counted map[string]bool         // apps whose per-app series exist
+}
+
+// mode is the index of stops and acted for dry run or real stops.
+func mode(dryRun bool) int {
+	if dryRun {
+		return 1
+	}
+	return 0
 }
 
 // New returns a Janitor with no app opted in: call Apply with a
@@ -187,7 +193,7 @@ func New(o Options) (*Janitor, error) {
 			Help: "Requests to the janitor's webhook, by outcome: handled, invalid, too_large, unknown_app, method_not_allowed, failed (a call to the platform failed).",
 		}, []string{"outcome"}),
 		turn:    make(chan struct{}, 1),
-		acted:   map[string]time.Time{},
+		acted:   [2]map[string]time.Time{{}, {}},
 		counted: map[string]bool{},
 	}
 	for _, r := range Reasons {
@@ -208,9 +214,8 @@ func New(o Options) (*Janitor, error) {
 
 // Apply switches to cfg: the apps opted in, their ages and the janitor
 // section. The per-app counters of the apps opted in exist from here on,
-// at 0; those of apps no longer opted in are dropped. Dry run and real
-// stops each have their budget and memory of stopped sessions, kept when
-// dry_run is turned on or off.
+// at 0; those of apps no longer opted in are dropped. A decision under
+// way takes it from its next session on.
 func (j *Janitor) Apply(cfg *config.Config) error {
 	set := settings{Janitor: cfg.Janitor, known: map[string]bool{}, ages: cfg.JanitorApps()}
 	for _, a := range cfg.Apps {
@@ -218,12 +223,6 @@ func (j *Janitor) Apply(cfg *config.Config) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if set.DryRun != j.set.DryRun {
-		j.stops, j.acted, j.otherStops, j.otherActed = j.otherStops, j.otherActed, j.stops, j.acted
-		if j.acted == nil {
-			j.acted = map[string]time.Time{}
-		}
-	}
 	for app := range j.counted {
 		if _, ok := set.ages[app]; !ok {
 			j.stopped.DeleteLabelValues(app)
@@ -275,24 +274,26 @@ func (j *Janitor) record(a Action) {
 		kv = append(kv, "sessions", a.Count)
 	}
 	kv = append(kv, "dry_run", a.DryRun)
-	switch a.Action {
-	case ActionStopped:
-		j.stopped.WithLabelValues(a.App).Inc()
-	case ActionWouldStop:
-		j.wouldStop.WithLabelValues(a.App).Inc()
-	case ActionRefused:
-		j.refusals.WithLabelValues(a.Reason).Add(float64(a.Count))
-	}
 	lg := level.Info(j.logger)
 	if a.Action == ActionFailed || a.Reason == ReasonBudget || a.Reason == ReasonUnknownApp || a.Reason == ReasonNoApp {
 		lg = level.Warn(j.logger)
 	}
 	lg.Log(kv...)
+
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	switch {
+	case a.Action == ActionRefused:
+		j.refusals.WithLabelValues(a.Reason).Add(float64(a.Count))
+	case !j.counted[a.App]: // a reload took the app out: its series stay dropped
+	case a.Action == ActionStopped:
+		j.stopped.WithLabelValues(a.App).Inc()
+	case a.Action == ActionWouldStop:
+		j.wouldStop.WithLabelValues(a.App).Inc()
+	}
 	if a.Reason == ReasonResolved || a.Reason == ReasonOtherAlert {
 		return // routine: not worth a place on the landing page
 	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
 	if len(j.recent) < recentSize {
 		j.recent = append(j.recent, a)
 		j.next = len(j.recent) % recentSize
@@ -349,9 +350,7 @@ func (j *Janitor) webhook(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return // the sender left while another webhook was handled
 	}
-	j.mu.Lock()
-	set := j.set
-	j.mu.Unlock()
+	set := j.settings()
 
 	// Decide every alert before acting: an alert about an app this
 	// exporter does not know makes the whole request a mistake of routing.
@@ -395,7 +394,7 @@ func (j *Janitor) webhook(w http.ResponseWriter, r *http.Request) {
 	}
 	failed := false
 	for _, app := range todo {
-		line, ok := j.clean(r.Context(), app, set)
+		line, ok := j.clean(r.Context(), app)
 		lines = append(lines, line)
 		failed = failed || !ok
 	}
@@ -409,25 +408,34 @@ func (j *Janitor) webhook(w http.ResponseWriter, r *http.Request) {
 	j.answer(w, http.StatusOK, OutcomeHandled, lines)
 }
 
-// candidate is a session older than its app's max_session_age.
+// candidate is a session of the app whose start is known.
 type candidate struct {
-	id  string
-	age time.Duration
+	id    string
+	start time.Time
+}
+
+// tally is what a decision about an app did, for its line of the answer.
+type tally struct {
+	old, stopped, would, already, failed, young, undated int
+	budget                                               Action // the refusal by the budget, Count sessions
+	optedOut                                             bool   // a reload took the app out of the janitor
 }
 
 // clean stops the sessions of app older than its max_session_age, within
 // the budget, and returns the line of the answer about it and whether
-// every call succeeded.
-func (j *Janitor) clean(ctx context.Context, app string, set settings) (string, bool) {
-	maxAge := set.ages[app]
+// every call succeeded. Each session is decided under the configuration
+// in force when its turn comes (a reload may come between two stops), and
+// a stop counts against the budget from when it is sent.
+func (j *Janitor) clean(ctx context.Context, app string) (string, bool) {
+	set := j.settings()
 	c := j.src.AppClient(app)
 	if c == nil { // a reload under way dropped it
 		j.record(Action{App: app, Action: ActionFailed, Reason: "no_client", DryRun: set.DryRun})
 		return fmt.Sprintf("app %q: failed: the app has no client right now", app), false
 	}
-	now := j.now()
-	var old []candidate
-	var young, undated int
+	listed := j.now()
+	var dated []candidate
+	var n tally
 	seen := map[string]bool{}
 	err := c.EachSession(ctx, client.SessionOptions{}, func(s client.Session) error {
 		if s.ID == "" || seen[s.ID] {
@@ -435,17 +443,14 @@ func (j *Janitor) clean(ctx context.Context, app string, set settings) (string, 
 		}
 		seen[s.ID] = true
 		start, ok := j.src.FirstSeen(app, s.ID)
-		if s.Start != nil && !s.Start.After(now) { // a start in the future is not believed, as by the lifecycle
+		if s.Start != nil && !s.Start.After(listed) { // a start in the future is not believed, as by the lifecycle
 			start, ok = *s.Start, true
 		}
-		switch age := now.Sub(start); {
-		case !ok:
-			undated++
-		case age > maxAge:
-			old = append(old, candidate{id: s.ID, age: age})
-		default:
-			young++
+		if !ok {
+			n.undated++
+			return nil
 		}
+		dated = append(dated, candidate{id: s.ID, start: start})
 		return nil
 	})
 	if err != nil {
@@ -453,109 +458,130 @@ func (j *Janitor) clean(ctx context.Context, app string, set settings) (string, 
 		j.record(Action{App: app, Action: ActionFailed, Reason: client.Reason(err), DryRun: set.DryRun})
 		return fmt.Sprintf("app %q: failed: listing its sessions (%s)", app, client.Reason(err)), false
 	}
-	slices.SortFunc(old, func(a, b candidate) int { return cmp.Compare(b.age, a.age) }) // oldest first
-	j.mu.Lock()
-	j.forget(now)
-	j.mu.Unlock()
+	slices.SortFunc(dated, func(a, b candidate) int { return a.start.Compare(b.start) }) // oldest first
 
-	var done, already, refused, failed int
-	for i, s := range old {
+	for _, s := range dated {
 		if ctx.Err() != nil {
 			break // the sender left: no stop is sent for it, none counts against the budget
 		}
 		key := app + "\x00" + s.id
 		j.mu.Lock()
-		_, wasActed := j.acted[key]
-		full := len(j.stops) >= set.MaxStopsPerHour
+		cur, now := j.set, j.now()
+		m := mode(cur.DryRun)
+		j.forget(now)
+		_, wasActed := j.acted[m][key]
+		full := len(j.stops[m]) >= cur.MaxStopsPerHour
 		j.mu.Unlock()
-		a := Action{App: app, SessionID: s.id, Age: s.age, DryRun: set.DryRun}
+		if cur.ages[app] == 0 {
+			n.optedOut = true
+			break
+		}
+		set = cur
+		a := Action{App: app, SessionID: s.id, Age: now.Sub(s.start), DryRun: set.DryRun}
 		switch {
+		case a.Age <= set.ages[app]:
+			n.young++
+			continue
 		case wasActed:
-			already++
+			n.already++
 			a.Action, a.Reason = ActionRefused, ReasonAlreadyStopped
 		case full:
-			refused = j.refuseRest(app, old[i:], now, set)
-			a.Action = ""
+			if n.budget.Count == 0 {
+				n.budget = a
+				n.budget.Action, n.budget.Reason = ActionRefused, ReasonBudget
+			}
+			n.budget.Count++
 		case set.DryRun:
-			done++
+			n.would++
 			a.Action = ActionWouldStop
-			j.remember(key, now, true)
+			j.remember(m, key, now, true)
 		default:
 			_, err := c.StopSession(ctx, s.id)
 			switch {
 			case err == nil:
-				done++
+				n.stopped++
 				a.Action = ActionStopped
-				j.remember(key, now, true)
+				j.remember(m, key, now, true)
 			case client.IsNotFound(err):
-				already++
+				n.already++
 				a.Action, a.Reason = ActionRefused, ReasonAlreadyStopped
-				j.remember(key, now, false)
+				j.remember(m, key, now, false)
 			default:
-				failed++
+				n.failed++
 				a.Action, a.Reason = ActionFailed, client.Reason(err) // the class only, as above
 				switch a.Reason {
 				case client.ReasonAuth, client.ReasonRateLimited, client.ReasonAPI: // refused, or never sent
 				default: // it may have taken effect all the same: it counts against the budget
-					j.remember("", now, true)
+					j.remember(m, "", now, true)
 				}
 			}
 		}
-		if a.Action == "" {
-			break
+		n.old++
+		if a.Action != "" {
+			j.record(a)
 		}
-		j.record(a)
 	}
-	verb := "stopped"
-	if set.DryRun {
-		verb = "dry run: would have stopped"
+	if n.budget.Count > 0 {
+		j.record(n.budget)
 	}
-	line := fmt.Sprintf("app %q: %s %d of %d session(s) older than %s; %d already stopped or gone, %d refused by the budget of %d an hour, %d failed, %d younger, %d without a known start",
-		app, verb, done, len(old), model.Duration(maxAge), already, refused, set.MaxStopsPerHour, failed, young, undated)
-	return line, failed == 0
+	if n.optedOut {
+		j.record(Action{App: app, Action: ActionRefused, Reason: ReasonNotOptedIn, DryRun: set.DryRun})
+	}
+	return n.line(app, set), n.failed == 0
 }
 
-// refuseRest records the refusal by the budget of the sessions of rest
-// not already stopped, and returns how many there were.
-func (j *Janitor) refuseRest(app string, rest []candidate, now time.Time, set settings) int {
-	n := 0
+// line is the line of the answer about app, decided under set (the last
+// settings in force while the app was opted in).
+func (n *tally) line(app string, set settings) string {
+	verb := fmt.Sprintf("stopped %d", n.stopped)
+	switch {
+	case n.stopped > 0 && n.would > 0: // a reload turned dry_run on or off meanwhile
+		verb += fmt.Sprintf(" and, in dry run, would have stopped %d", n.would)
+	case n.would > 0 || set.DryRun && n.stopped == 0:
+		verb = fmt.Sprintf("dry run: would have stopped %d", n.would)
+	}
+	line := fmt.Sprintf("app %q: %s of %d session(s) older than %s; %d already stopped or gone, %d refused by the budget of %d an hour, %d failed, %d younger, %d without a known start",
+		app, verb, n.old, model.Duration(set.ages[app]), n.already, n.budget.Count, set.MaxStopsPerHour, n.failed, n.young, n.undated)
+	if n.optedOut {
+		line += "; then a reload took the app out of the janitor: its other sessions were not acted on"
+	}
+	return line
+}
+
+// settings returns the settings in force.
+func (j *Janitor) settings() settings {
 	j.mu.Lock()
-	for _, s := range rest {
-		if _, ok := j.acted[app+"\x00"+s.id]; !ok {
-			n++
-		}
-	}
-	j.mu.Unlock()
-	if n > 0 {
-		j.record(Action{App: app, SessionID: rest[0].id, Age: rest[0].age, Action: ActionRefused, Reason: ReasonBudget, Count: n, DryRun: set.DryRun})
-	}
-	return n
+	defer j.mu.Unlock()
+	return j.set
 }
 
-// remember notes that a session was stopped (or found gone) at now, unless
-// key is empty; a stop, or a stop that failed, counts against the budget.
-func (j *Janitor) remember(key string, now time.Time, stop bool) {
+// remember notes that a session was stopped (or found gone) at when, in
+// the memory of mode m, unless key is empty; a stop, or a stop that
+// failed, counts against the budget of m.
+func (j *Janitor) remember(m int, key string, when time.Time, stop bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if key != "" {
-		j.acted[key] = now
+		j.acted[m][key] = when
 	}
 	if stop {
-		j.stops = append(j.stops, now)
+		j.stops[m] = append(j.stops[m], when)
 	}
 }
 
 // forget drops the stops and stopped sessions older than the window.
 // j.mu is held.
 func (j *Janitor) forget(now time.Time) {
-	i := 0
-	for i < len(j.stops) && now.Sub(j.stops[i]) >= window {
-		i++
-	}
-	j.stops = j.stops[i:]
-	for k, t := range j.acted {
-		if now.Sub(t) >= window {
-			delete(j.acted, k)
+	for m := range j.stops {
+		i := 0
+		for i < len(j.stops[m]) && now.Sub(j.stops[m][i]) >= window {
+			i++
+		}
+		j.stops[m] = j.stops[m][i:]
+		for k, t := range j.acted[m] {
+			if now.Sub(t) >= window {
+				delete(j.acted[m], k)
+			}
 		}
 	}
 }

@@ -65,6 +65,7 @@ type fixture struct {
 	j     *janitor.Janitor
 	reg   *prometheus.Registry
 	logs  *platformtest.Buffer
+	base  string       // the API's base URL
 	clock atomic.Int64 // the janitor's now, Unix nanoseconds
 	// wrap, when set, stands between the client and the simulator: a
 	// platform that behaves otherwise.
@@ -97,22 +98,9 @@ func newFixture(t *testing.T, section string) *fixture {
 		f.sim.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
+	f.base = srv.URL + simulator.BasePath
 
-	var b strings.Builder
-	fmt.Fprintf(&b, "api: {base_url: %q, timeout: 2s}\n", srv.URL+simulator.BasePath)
-	if section != "" {
-		fmt.Fprintf(&b, "janitor: %s\n", section)
-	}
-	b.WriteString("apps:\n")
-	for _, a := range testApps {
-		fmt.Fprintf(&b, "  - {name: %s, app_id: %q, app_key: key-%s", a.name, a.id, a.id)
-		if a.name != "web" {
-			b.WriteString(", janitor: {max_session_age: 1h}")
-		}
-		b.WriteString("}\n")
-	}
-	cfg, err := config.Parse([]byte(b.String()), "")
-	require.NoError(t, err)
+	cfg := f.configure(section, optedIn, optedIn)
 	pool, err := client.NewPool(cfg, client.PoolOptions{})
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
@@ -128,6 +116,72 @@ func newFixture(t *testing.T, section string) *fixture {
 	require.NoError(t, err)
 	require.NoError(t, f.j.Apply(cfg))
 	return f
+}
+
+// optedIn is the janitor section of kiosk and lobby unless a test says
+// otherwise.
+const optedIn = "{max_session_age: 1h}"
+
+// configure returns a configuration of the test apps with the janitor
+// section section and the janitor sections of kiosk and lobby ("": the
+// app does not opt in; web never does).
+func (f *fixture) configure(section, kiosk, lobby string) *config.Config {
+	f.t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "api: {base_url: %q, timeout: 2s}\n", f.base)
+	if section != "" {
+		fmt.Fprintf(&b, "janitor: %s\n", section)
+	}
+	b.WriteString("apps:\n")
+	for _, a := range testApps {
+		fmt.Fprintf(&b, "  - {name: %s, app_id: %q, app_key: key-%s", a.name, a.id, a.id)
+		if jan := map[string]string{"kiosk": kiosk, "lobby": lobby}[a.name]; jan != "" {
+			fmt.Fprintf(&b, ", janitor: %s", jan)
+		}
+		b.WriteString("}\n")
+	}
+	cfg, err := config.Parse([]byte(b.String()), "")
+	require.NoError(f.t, err)
+	return cfg
+}
+
+// reload applies configure(section, kiosk, lobby) to the janitor, as a
+// SIGHUP would.
+func (f *fixture) reload(section, kiosk, lobby string) {
+	f.t.Helper()
+	require.NoError(f.t, f.j.Apply(f.configure(section, kiosk, lobby)))
+}
+
+// reloadDuringFirstStop makes the platform apply reload(section, kiosk,
+// lobby) while it answers the first stop, before the janitor reads the
+// answer, and returns the count of the stops that reach it afterwards.
+func (f *fixture) reloadDuringFirstStop(section, kiosk, lobby string) *atomic.Int64 {
+	var reloaded atomic.Bool
+	after := &atomic.Int64{}
+	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		stop := strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointStop)
+		if stop && reloaded.Load() {
+			after.Add(1)
+		}
+		next.ServeHTTP(w, r)
+		if stop && reloaded.CompareAndSwap(false, true) {
+			f.reload(section, kiosk, lobby)
+		}
+	}
+	return after
+}
+
+// keepListingStopped makes the platform acknowledge every stop but keep
+// listing the session, as an eventually consistent one may.
+func (f *fixture) keepListingStopped() {
+	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointStop) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"code":"0","success":true,"message":"ok","data":true}`)
+			return
+		}
+		next.ServeHTTP(w, r)
+	}
 }
 
 func (f *fixture) now() time.Time { return time.Unix(0, f.clock.Load()) }
@@ -438,16 +492,7 @@ func TestDryRunStopsNothingAndCountsOnce(t *testing.T) {
 func TestRepeatedPostsStopOnce(t *testing.T) {
 	f := newFixture(t, "")
 	old := f.session("kiosk", 3*time.Hour)
-	// A platform that acknowledges a stop but keeps listing the session
-	// for a while, as an eventually consistent one may.
-	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
-		if strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointStop) {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, `{"code":"0","success":true,"message":"ok","data":true}`)
-			return
-		}
-		next.ServeHTTP(w, r)
-	}
+	f.keepListingStopped()
 	for range 3 {
 		f.postStuck(http.StatusOK, "kiosk")
 	}
@@ -563,9 +608,7 @@ func TestOnlyPostOnWebhook(t *testing.T) {
 func TestReloadOptsOutAndDropsSeries(t *testing.T) {
 	f := newFixture(t, "")
 	f.session("kiosk", 3*time.Hour)
-	cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\napps: [{name: kiosk, app_id: '1001', app_key: k}]", "http://127.0.0.1:1")), "")
-	require.NoError(t, err)
-	require.NoError(t, f.j.Apply(cfg))
+	f.reload("", "", "")
 	answer := f.postStuck(http.StatusOK, "kiosk")
 	assert.Contains(t, answer, "has not opted in")
 	assert.Len(t, f.listed("kiosk"), 1)
@@ -755,20 +798,126 @@ func TestDryRunAndBackKeepsTheBudget(t *testing.T) {
 	f.postStuck(http.StatusOK, "kiosk")
 	require.Equal(t, 1.0, f.stopped("kiosk"))
 
-	reload := func(dryRun bool) {
-		cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\njanitor: {max_stops_per_hour: 1, dry_run: %t}\napps: [{name: kiosk, app_id: '1001', app_key: k, janitor: {max_session_age: 1h}}]",
-			"http://127.0.0.1:1", dryRun)), "")
-		require.NoError(t, err)
-		require.NoError(t, f.j.Apply(cfg))
-	}
 	f.session("kiosk", 2*time.Hour)
-	reload(true)
+	f.reload("{max_stops_per_hour: 1, dry_run: true}", optedIn, optedIn)
 	answer := f.postStuck(http.StatusOK, "kiosk")
 	assert.Contains(t, answer, "dry run: would have stopped 1 of 1", "a rehearsal has a budget of its own")
-	reload(false)
+	f.reload("{max_stops_per_hour: 1}", optedIn, optedIn)
 	answer = f.postStuck(http.StatusOK, "kiosk")
 	assert.Contains(t, answer, "stopped 0 of 1 session(s) older than 1h; 0 already stopped or gone, 1 refused by the budget of 1 an hour")
 	assert.Equal(t, 1.0, f.stopped("kiosk"))
+}
+
+// A reload that turns dry_run on while a decision is under way, and one
+// that turns it off again, leave the real stops of that decision in the
+// real budget: a rehearsal cannot reset it.
+func TestDryRunAndBackDuringADecisionKeepsTheBudget(t *testing.T) {
+	f := newFixture(t, "{max_stops_per_hour: 2}")
+	for range 2 {
+		f.session("kiosk", 3*time.Hour)
+	}
+	f.reloadDuringFirstStop("{max_stops_per_hour: 2, dry_run: true}", optedIn, optedIn)
+	answer := f.postStuck(http.StatusOK, "kiosk")
+	assert.Contains(t, answer, "stopped 1 and, in dry run, would have stopped 1 of 2 session(s) older than 1h")
+
+	f.wrap = nil
+	f.reload("{max_stops_per_hour: 2}", optedIn, optedIn)
+	f.advance(time.Minute)
+	for range 2 {
+		f.session("kiosk", 3*time.Hour)
+	}
+	answer = f.postStuck(http.StatusOK, "kiosk")
+	assert.Contains(t, answer, "stopped 1 of 3 session(s) older than 1h; 0 already stopped or gone, 2 refused by the budget of 2 an hour")
+	assert.Equal(t, int64(2), f.stops.Load(), "stops sent within the hour")
+	assert.Equal(t, 2.0, f.stopped("kiosk"))
+}
+
+// A reload applies to a decision under way from its next session on: once
+// dry_run is on, no stop is sent.
+func TestNoStopAfterAReloadToDryRun(t *testing.T) {
+	f := newFixture(t, "")
+	for range 3 {
+		f.session("kiosk", 3*time.Hour)
+	}
+	after := f.reloadDuringFirstStop("{dry_run: true}", optedIn, optedIn)
+	answer := f.postStuck(http.StatusOK, "kiosk")
+	assert.Zero(t, after.Load(), "stops sent after the reload")
+	assert.Contains(t, answer, "stopped 1 and, in dry run, would have stopped 2 of 3")
+	assert.Len(t, f.listed("kiosk"), 2)
+	assert.Equal(t, 1.0, f.stopped("kiosk"))
+	assert.Equal(t, 2.0, f.wouldStop("kiosk"))
+}
+
+// A reload that raises an app's max_session_age, or takes the app out of
+// the janitor, while its sessions are stopped: no session is stopped
+// afterwards that the configuration in force would not stop, and an app
+// taken out gets no per-app series back.
+func TestNoStopBeyondAReloadDuringADecision(t *testing.T) {
+	for _, tc := range []struct{ name, kiosk, answer string }{
+		{"max_session_age raised", "{max_session_age: 5h}", "stopped 1 of 1 session(s) older than 5h; 0 already stopped or gone, 0 refused by the budget of 10 an hour, 0 failed, 2 younger"},
+		{"janitor section removed", "", "stopped 1 of 1 session(s) older than 1h; 0 already stopped or gone, 0 refused by the budget of 10 an hour, 0 failed, 0 younger, 0 without a known start; then a reload took the app out of the janitor"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, "")
+			for range 3 {
+				f.session("kiosk", 2*time.Hour)
+			}
+			after := f.reloadDuringFirstStop("", tc.kiosk, optedIn)
+			answer := f.postStuck(http.StatusOK, "kiosk")
+			assert.Zero(t, after.Load(), "stops sent after the reload")
+			assert.Contains(t, answer, tc.answer)
+			assert.Len(t, f.listed("kiosk"), 2)
+			if tc.kiosk == "" {
+				n, err := testutil.GatherAndCount(f.reg, "duix_janitor_sessions_stopped_total")
+				require.NoError(t, err)
+				assert.Equal(t, 1, n, "lobby's series only")
+				assert.Equal(t, 1.0, f.refusals("not_opted_in"))
+			}
+		})
+	}
+}
+
+// A stop counts against the budget from when it is sent, not from when
+// its decision began: here the platform takes a minute to list the
+// sessions.
+func TestBudgetCountsFromTheStop(t *testing.T) {
+	f := newFixture(t, "{max_stops_per_hour: 2}")
+	for range 4 {
+		f.session("kiosk", 3*time.Hour)
+	}
+	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointSessions) {
+			f.advance(time.Minute)
+		}
+		next.ServeHTTP(w, r)
+	}
+	f.postStuck(http.StatusOK, "kiosk")
+	f.wrap = nil
+
+	f.advance(59 * time.Minute) // an hour after the decision began, 59 minutes after its stops
+	answer := f.postStuck(http.StatusOK, "kiosk")
+	assert.Contains(t, answer, "stopped 0 of 2 session(s) older than 1h; 0 already stopped or gone, 2 refused by the budget")
+	f.advance(time.Minute)
+	answer = f.postStuck(http.StatusOK, "kiosk")
+	assert.Contains(t, answer, "stopped 2 of 2")
+}
+
+// A session stopped within the hour that the platform still lists is
+// logged and counted as already stopped also when it comes after the
+// budget ran out in the same decision.
+func TestAlreadyStoppedIsDecidedAfterTheBudgetRanOut(t *testing.T) {
+	f := newFixture(t, "{max_stops_per_hour: 1}")
+	a := f.session("kiosk", 2*time.Hour)
+	f.keepListingStopped()
+	f.postStuck(http.StatusOK, "kiosk")
+	require.Equal(t, 1.0, f.stopped("kiosk"))
+
+	f.session("kiosk", 3*time.Hour) // older than a: decided first, and refused by the budget
+	answer := f.postStuck(http.StatusOK, "kiosk")
+	assert.Contains(t, answer, "stopped 0 of 2 session(s) older than 1h; 1 already stopped or gone, 1 refused by the budget")
+	assert.Equal(t, 1.0, f.refusals("already_stopped"))
+	assert.Equal(t, 1.0, f.refusals("budget"))
+	assert.Equal(t, 2, strings.Count(f.logs.String(), "session="+a), "a decision about a at each post:\n%s", f.logs.String())
 }
 
 // The janitor's listener applies the web configuration (here basic auth)
