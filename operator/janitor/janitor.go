@@ -77,10 +77,11 @@ const (
 	OutcomeUnknownApp       = "unknown_app"        // 422: a firing alert names no configured app; nothing done
 	OutcomeMethodNotAllowed = "method_not_allowed" // 405: not a POST
 	OutcomeFailed           = "failed"             // 502: listing or stopping failed; Alertmanager retries
+	OutcomeAbandoned        = "abandoned"          // 503: the sender left while another webhook was handled; nothing done
 )
 
 // Outcomes lists every outcome.
-var Outcomes = []string{OutcomeHandled, OutcomeInvalid, OutcomeTooLarge, OutcomeUnknownApp, OutcomeMethodNotAllowed, OutcomeFailed}
+var Outcomes = []string{OutcomeHandled, OutcomeInvalid, OutcomeTooLarge, OutcomeUnknownApp, OutcomeMethodNotAllowed, OutcomeFailed, OutcomeAbandoned}
 
 // Actions of an Action.
 const (
@@ -190,7 +191,7 @@ func New(o Options) (*Janitor, error) {
 		}, []string{"reason"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "duix_janitor_webhook_requests_total",
-			Help: "Requests to the janitor's webhook, by outcome: handled, invalid, too_large, unknown_app, method_not_allowed, failed (a call to the platform failed).",
+			Help: "Requests to the janitor's webhook, by outcome: handled, invalid, too_large, unknown_app, method_not_allowed, failed (a call to the platform failed), abandoned (the sender left before its turn).",
 		}, []string{"outcome"}),
 		turn:    make(chan struct{}, 1),
 		acted:   [2]map[string]time.Time{{}, {}},
@@ -347,8 +348,10 @@ func (j *Janitor) webhook(w http.ResponseWriter, r *http.Request) {
 	select {
 	case j.turn <- struct{}{}:
 		defer func() { <-j.turn }()
-	case <-r.Context().Done():
-		return // the sender left while another webhook was handled
+	case <-r.Context().Done(): // Alertmanager's timeout, while another webhook was handled
+		level.Warn(j.logger).Log("msg", "Janitor dropped a webhook request: its sender left while another was handled")
+		j.answer(w, http.StatusServiceUnavailable, OutcomeAbandoned, []string{"the sender left before its turn: nothing done"})
+		return
 	}
 	set := j.settings()
 

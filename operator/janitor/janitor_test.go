@@ -734,6 +734,39 @@ func TestNoStopIsAttemptedAfterTheSenderLeft(t *testing.T) {
 	assert.Contains(t, answer, "stopped 1 of 2 session(s) older than 1h; 0 already stopped or gone, 1 refused by the budget of 2 an hour, 0 failed")
 }
 
+// A request whose sender leaves (Alertmanager's timeout) while another
+// holds the turn does nothing, and is logged and counted as abandoned.
+func TestASenderThatLeavesBeforeItsTurnIsCounted(t *testing.T) {
+	f := newFixture(t, "")
+	f.session("kiosk", 3*time.Hour)
+	listing, release := make(chan struct{}), make(chan struct{})
+	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointSessions) {
+			close(listing)
+			<-release
+		}
+		next.ServeHTTP(w, r)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.post(payload(t, stuck("kiosk")))
+	}()
+	<-listing // the first request holds the turn
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec := httptest.NewRecorder()
+	f.j.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(payload(t, stuck("kiosk")))).WithContext(ctx))
+	close(release)
+	<-done
+
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.Equal(t, 1.0, f.requests("abandoned"))
+	assert.Equal(t, 1.0, f.requests("handled"))
+	assert.Contains(t, f.logs.String(), `level=warn msg="Janitor dropped a webhook request: its sender left while another was handled"`)
+	assert.Equal(t, int64(1), f.lists.Load(), "the platform is called for the first request only")
+}
+
 // deadlineRecorder is a ResponseWriter that records the write deadline
 // set on it (http.ResponseController finds SetWriteDeadline), and whether
 // any of the answer was written before.
