@@ -394,6 +394,10 @@ func TestUnknownAppRefusesTheWholeRequest(t *testing.T) {
 		answer := f.postStuck(http.StatusUnprocessableEntity, "kiosk", app)
 		assert.Len(t, f.listed("kiosk"), 1, "the known app of the same request is not acted on either")
 		assert.NotContains(t, answer, long)
+		lines := strings.Split(strings.TrimSpace(answer), "\n")
+		require.Len(t, lines, 2, "a line per alert refused, then the verdict")
+		assert.Regexp(t, `^alerts\[1\]: refused: `, lines[0])
+		assert.Equal(t, "nothing done: route only this exporter's apps to its janitor", lines[1])
 	}
 	assert.Zero(t, f.stops.Load()+f.lists.Load(), "the platform is not called")
 	assert.Equal(t, 2.0, f.refusals("unknown_app"))
@@ -679,9 +683,9 @@ func TestFailedStopsCountAgainstTheBudget(t *testing.T) {
 	}
 	answer := f.postStuck(http.StatusBadGateway, "kiosk")
 	assert.Contains(t, answer, "stopped 0 of 4 session(s) older than 1h; 0 already stopped or gone, 2 refused by the budget of 2 an hour, 2 failed")
-	for range 3 { // Alertmanager retries
+	for range 3 { // Alertmanager retries: the sessions the lost stops ended are no longer listed
 		answer = f.postStuck(http.StatusOK, "kiosk")
-		assert.Contains(t, answer, "2 refused by the budget")
+		assert.Contains(t, answer, "stopped 0 of 2 session(s) older than 1h; 0 already stopped or gone, 2 refused by the budget")
 	}
 	assert.Equal(t, int64(2), f.stops.Load(), "no more stop requests than the budget")
 	assert.Len(t, f.listed("kiosk"), 2)
