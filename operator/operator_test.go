@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,6 +66,15 @@ func startPlatformBehind(t *testing.T, wrap func(sim *simulator.Simulator, next 
 }
 
 func (p *platform) id(app string) string { return p.apps[app].AppID }
+
+// oneAppConfig writes a configuration of one app, a, on the API at base
+// and returns its path.
+func oneAppConfig(t *testing.T, base string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "duix.yml")
+	require.NoError(t, os.WriteFile(path, fmt.Appendf(nil, "api: {base_url: %q}\napps: [{name: a, app_id: x, app_key: SECRET-app-key}]\n", base), 0o600))
+	return path
+}
 
 // cliResult is what a run of a command printed and its exit code.
 type cliResult struct {
@@ -819,8 +829,7 @@ func TestSessionsListStreams(t *testing.T) {
 				_, _ = io.WriteString(w, `{"uuid":"last"}]}}`)
 			}))
 			t.Cleanup(srv.Close)
-			path := filepath.Join(t.TempDir(), "duix.yml")
-			require.NoError(t, os.WriteFile(path, fmt.Appendf(nil, "api: {base_url: %q}\napps: [{name: a, app_id: x, app_key: k}]\n", srv.URL), 0o600))
+			path := oneAppConfig(t, srv.URL)
 			app := kingpin.New("duix_exporter", "")
 			cmds := Register(app)
 			cmd, err := app.Parse([]string{"sessions", "list", "--app=a", "--output=" + output})
@@ -844,4 +853,39 @@ func TestSessionsListStreams(t *testing.T) {
 			assert.Equal(t, 2001+2, strings.Count(text, "\n"), "a header per block of 1000 rows is not repeated: header, rows, footer")
 		})
 	}
+}
+
+// A table shows at most eight other fields of the first record, so that
+// its rows stay small whatever the platform sends: here a first record of
+// 5000 fields, then 2000 bare session IDs, an answer of 64 KB.
+func TestSessionsListTableMemoryIsBoundedByTheAnswer(t *testing.T) {
+	var body bytes.Buffer
+	body.WriteString(`{"success":true,"code":"0","data":[{"uuid":"s0","startTime":1700000000000`)
+	for i := range 5000 {
+		fmt.Fprintf(&body, `,"k%04d":%d`, i, i)
+	}
+	body.WriteString(`}`)
+	for i := range 2000 {
+		fmt.Fprintf(&body, `,"s%d"`, i+1)
+	}
+	body.WriteString(`]}`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(body.Bytes()) }))
+	t.Cleanup(srv.Close)
+	config := oneAppConfig(t, srv.URL)
+
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	res := runCommand(t, nil, "--config.file="+config, "sessions", "list", "--app=a")
+	runtime.ReadMemStats(&ms)
+	require.Equal(t, exitOK, res.code, res.stderr)
+	rows := tableRows(t, res.stdout)
+	assert.Equal(t, []string{"SESSION ID", "CONVERSATION", "STARTED (UTC)", "AGE", "k0000", "k0001", "k0002", "k0003", "k0004", "k0005", "k0006", "k0007"}, rows["SESSION ID"])
+	assert.Equal(t, "7", rows["s0"][11])
+	assert.Len(t, rows["s2000"], 12, "the fields a bare ID lacks are shown as -")
+	assert.Contains(t, res.stdout, "2001 active session(s)\n(4992 more field(s) of the first record not shown: --output json shows the records whole)\n")
+	allocated := ms.TotalAlloc - before
+	t.Logf("%d bytes of answer: %d MiB allocated", body.Len(), allocated>>20)
+	assert.LessOrEqual(t, allocated, uint64(32<<20), "bytes allocated, garbage included")
 }

@@ -29,7 +29,8 @@ type sessionsStopOptions struct {
 // runSessionsList implements `sessions list`. The list is printed as it
 // is decoded, a session at a time, so that a long one needs no more memory
 // than a short one: a table in blocks of tableBlock rows (the other columns
-// are the fields of the first record), or JSON whose count comes last.
+// are at most tableFields fields of the first record), or JSON whose count
+// comes last.
 func runSessionsList(ctx context.Context, env *cli, o sessionsListOptions) int {
 	c, pool, code := env.clientFor(o.app)
 	if code != exitOK {
@@ -37,11 +38,11 @@ func runSessionsList(ctx context.Context, env *cli, o sessionsListOptions) int {
 	}
 	defer pool.Close()
 	var (
-		n    int
-		keys []string
-		rows [][]string
-		now  = time.Now()
-		w    = bufio.NewWriter(env.stdout)
+		n, left int // sessions, fields of the first record left out
+		keys    []string
+		rows    [][]string
+		now     = time.Now()
+		w       = bufio.NewWriter(env.stdout)
 	)
 	defer w.Flush()
 	err := c.EachSession(ctx, client.SessionOptions{KeepRaw: true}, func(s client.Session) error {
@@ -65,6 +66,9 @@ func runSessionsList(ctx context.Context, env *cli, o sessionsListOptions) int {
 				keys = append(keys, k)
 			}
 			sort.Strings(keys)
+			if len(keys) > tableFields {
+				keys, left = keys[:tableFields], len(keys)-tableFields
+			}
 			rows = append(rows, []string{"SESSION ID", "CONVERSATION", "STARTED (UTC)", "AGE"})
 			for _, k := range keys {
 				rows[0] = append(rows[0], printable(k, 64))
@@ -77,7 +81,7 @@ func runSessionsList(ctx context.Context, env *cli, o sessionsListOptions) int {
 		}
 		row := []string{orDash(printable(s.ID, 128)), orDash(printable(s.ConversationID, 128)), started, age}
 		for _, k := range keys {
-			row = append(row, orDash(extra[k]))
+			row = append(row, orDash(printable(jsonText(extra[k]), 128)))
 		}
 		if rows = append(rows, row); len(rows) < tableBlock {
 			return nil
@@ -101,38 +105,41 @@ func runSessionsList(ctx context.Context, env *cli, o sessionsListOptions) int {
 	default:
 		_ = writeTable(w, rows)
 		fmt.Fprintf(w, "%d active session(s)\n", n)
+		if left > 0 {
+			fmt.Fprintf(w, "(%d more field(s) of the first record not shown: --output json shows the records whole)\n", left)
+		}
 	}
 	return exitOK
 }
 
-// tableBlock is how many rows of a table are aligned together.
-const tableBlock = 1000
+const (
+	// tableBlock is how many rows of a table are aligned together.
+	tableBlock = 1000
+	// tableFields is how many other fields of the records a table shows,
+	// so that a row stays small whatever the records hold.
+	tableFields = 8
+)
 
 // otherFields returns the fields of a session record other than those
 // already shown as its ID, conversation and start.
-func otherFields(s client.Session) map[string]string {
+func otherFields(s client.Session) map[string]json.RawMessage {
 	var rec map[string]json.RawMessage
 	if len(s.Raw) == 0 || json.Unmarshal(s.Raw, &rec) != nil {
 		return nil
 	}
-	out := make(map[string]string, len(rec))
 	for k, v := range rec {
-		text := jsonText(v)
-		switch {
-		case (k == "uuid" || k == "sessionId" || k == "id") && text == s.ID:
-			continue
-		case k == "conversationId" && text == s.ConversationID:
-			continue
-		case k == "startTime" && s.Start != nil:
-			continue
+		switch text := jsonText(v); {
+		case (k == "uuid" || k == "sessionId" || k == "id") && text == s.ID,
+			k == "conversationId" && text == s.ConversationID,
+			k == "startTime" && s.Start != nil:
+			delete(rec, k)
 		}
-		out[k] = printable(text, 128)
 	}
-	return out
+	return rec
 }
 
 // jsonText renders a JSON value for a table cell: strings unquoted, other
-// values as compact JSON.
+// values as compact JSON ("" for none).
 func jsonText(v json.RawMessage) string {
 	var s string
 	if json.Unmarshal(v, &s) == nil {
