@@ -967,19 +967,7 @@ func TestServeWithBasicAuth(t *testing.T) {
 	require.NoError(t, err)
 	webConfig := filepath.Join(t.TempDir(), "web.yml")
 	require.NoError(t, os.WriteFile(webConfig, []byte("basic_auth_users:\n  alertmanager: "+string(hash)+"\n"), 0o600))
-
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	systemd := false
-	flags := &toolkit.FlagConfig{WebListenAddresses: &[]string{addr}, WebSystemdSocket: &systemd, WebConfigFile: &webConfig}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- web.Serve(ctx, f.j.Server(nil), flags, log.NewNopLogger(), slog.New(slog.DiscardHandler))
-	}()
+	addr := serve(t, f.j.Server(nil), webConfig)
 
 	post := func(user, password string) int {
 		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/webhook", strings.NewReader(payload(t, stuck("kiosk"))))
@@ -994,8 +982,6 @@ func TestServeWithBasicAuth(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	require.Eventually(t, func() bool { return post("", "") != 0 }, 5*time.Second, 10*time.Millisecond, "the listener is up")
-
 	assert.Equal(t, http.StatusUnauthorized, post("", ""))
 	assert.Equal(t, http.StatusUnauthorized, post("alertmanager", "wrong"))
 	assert.Len(t, f.listed("kiosk"), 1, "nothing stopped without the credentials")
@@ -1003,12 +989,37 @@ func TestServeWithBasicAuth(t *testing.T) {
 
 	assert.Equal(t, http.StatusOK, post("alertmanager", "s3cret"))
 	assert.Empty(t, f.listed("kiosk"))
+}
 
-	cancel()
-	select {
-	case err := <-done:
-		assert.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return after its context ended")
-	}
+// serve serves srv with web.Serve on a free loopback address, with the
+// web configuration file webConfig ("" for none), until the test ends,
+// and returns the address once it accepts connections.
+func serve(t *testing.T, srv *http.Server, webConfig string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	systemd := false
+	flags := &toolkit.FlagConfig{WebListenAddresses: &[]string{addr}, WebSystemdSocket: &systemd, WebConfigFile: &webConfig}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- web.Serve(ctx, srv, flags, log.NewNopLogger(), slog.New(slog.DiscardHandler)) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Error("Serve did not return after its context ended")
+		}
+	})
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond, "the listener is up")
+	return addr
 }
