@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/url"
@@ -33,7 +32,7 @@ type SecretFileHook func(kind, path string, err error)
 type secretFile struct {
 	path, kind   string
 	hook         SecretFileHook
-	value        []byte
+	value        string
 	good, bad    os.FileInfo // the file value was read from; the last refused
 	gone, reread bool        // the last refused was gone; read even if unchanged
 	checked      time.Time   // when it was last looked at
@@ -43,16 +42,16 @@ func unchanged(a, b os.FileInfo) bool {
 	return a != nil && b != nil && os.SameFile(a, b) && a.Size() == b.Size() && a.Mode() == b.Mode() && a.ModTime().Equal(b.ModTime())
 }
 
-// read returns the secret (nil while none was good) and whether it changed.
-func (f *secretFile) read(now time.Time) ([]byte, bool, error) {
-	if f.value != nil && !f.reread && now.Sub(f.checked).Abs() < time.Minute {
+// read returns the secret ("" while none was good) and whether it changed.
+func (f *secretFile) read(now time.Time) (string, bool, error) {
+	if f.value != "" && !f.reread && now.Sub(f.checked).Abs() < time.Minute {
 		return f.value, false, nil
 	}
 	reread := f.reread
 	f.checked, f.reread = now, false
 	st, _ := os.Stat(f.path)
 	told := unchanged(st, f.bad) || st == nil && f.gone // refused as it is now
-	if f.value != nil && (told || !reread && unchanged(st, f.good)) {
+	if f.value != "" && (told || !reread && unchanged(st, f.good)) {
 		return f.value, false, nil
 	}
 	limit := config.MaxSecretFileBytes
@@ -67,9 +66,9 @@ func (f *secretFile) read(now time.Time) ([]byte, bool, error) {
 		f.bad, f.gone = st, st == nil
 		return f.value, false, err
 	}
-	changed := !bytes.Equal(b, f.value)
-	f.value, f.good, f.bad, f.gone = b, st, nil, false
-	return b, changed, nil
+	changed := string(b) != f.value
+	f.value, f.good, f.bad, f.gone = string(b), st, nil, false
+	return f.value, changed, nil
 }
 
 // start reads the file as it is now: the configuration was just validated.
@@ -89,7 +88,7 @@ type tokenSource struct {
 	ttl   time.Duration
 	now   func() time.Time
 	mint  bool
-	fixed []byte      // app_key or token
+	fixed string      // app_key or token
 	file  *secretFile // app_key_file or token_file, else nil
 
 	mu      sync.Mutex
@@ -99,7 +98,7 @@ type tokenSource struct {
 }
 
 func newTokenSource(app config.App, auth string, now func() time.Time, hook SecretFileHook) *tokenSource {
-	s := &tokenSource{appID: app.AppID, auth: auth, last: &minted{}, ttl: time.Duration(app.TokenTTL), now: now, mint: app.UsesKey(), fixed: []byte(app.AppKey + app.Token)}
+	s := &tokenSource{appID: app.AppID, auth: auth, last: &minted{}, ttl: time.Duration(app.TokenTTL), now: now, mint: app.UsesKey(), fixed: string(app.AppKey + app.Token)}
 	if s.ttl <= 0 {
 		s.ttl = time.Duration(config.DefaultTokenTTL)
 	}
@@ -139,7 +138,7 @@ func (s *tokenSource) get() (string, error) {
 	now, secret, changed := s.now(), s.fixed, false
 	if s.file != nil {
 		var err error
-		if secret, changed, err = s.file.read(now); secret == nil {
+		if secret, changed, err = s.file.read(now); secret == "" {
 			return "", &Error{Reason: ReasonAuth, detail: "no usable " + s.file.kind + " file", err: err}
 		}
 	}
@@ -147,7 +146,7 @@ func (s *tokenSource) get() (string, error) {
 	case len(secret) == 0:
 		return "", &Error{Reason: ReasonAuth, detail: "no credential"}
 	case !s.mint:
-		return s.auth + string(secret), nil
+		return s.auth + secret, nil
 	case s.token == "" || changed || !now.Before(s.renewAt):
 		s.last.mu.Lock()
 		exp := now.Add(s.ttl).Unix()
@@ -156,7 +155,7 @@ func (s *tokenSource) get() (string, error) {
 		}
 		s.last.iat, s.last.exp = now.Unix(), exp
 		s.last.mu.Unlock()
-		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"appId": s.appID, "iat": now.Unix(), "exp": exp}).SignedString(secret)
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"appId": s.appID, "iat": now.Unix(), "exp": exp}).SignedString([]byte(secret))
 		if err != nil {
 			return "", &Error{Reason: ReasonAuth, detail: "signing the token failed"}
 		}
@@ -186,63 +185,38 @@ func sameOrigin(a, b *url.URL) bool {
 	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }
 
-// header is a secret value of http_headers, or a file of them.
-type header struct {
-	name, value string
-	mu          *sync.Mutex // shared by the headers of one file
-	f           *secretFile // nil for a value
+// header is a secret value of http_headers, or the path of a file of them.
+type header struct{ name, value, path string }
+
+// files are the pool's files of http_headers and tls_config, by path, read
+// as key files are. prometheus/common fetches tls_config's on every request
+// (as secret references: it would read them with os.ReadFile, which blocks
+// on a FIFO and reads /dev/zero on); the client sets http_headers' itself.
+type files struct {
+	mu  sync.Mutex
+	now func() time.Time
+	m   map[string]*secretFile
 }
 
-func (h *header) get(now time.Time) (string, error) {
-	if h.f == nil {
-		return h.value, nil
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	v, _, err := h.f.read(now)
-	if v == nil {
-		return "", &Error{Reason: ReasonAuth, detail: "no usable http_headers file for " + h.name, err: err}
-	}
-	return string(v), nil
-}
-
-// refused makes the next call read a file again.
-func (h *header) refused() {
-	if h.f != nil {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		h.f.reread = true
-	}
-}
-
-// tlsFiles are the files of tls_config, given to prometheus/common as
-// secret references, which it fetches on every request: read as key files
-// are, not with os.ReadFile, which blocks on a FIFO and reads /dev/zero on.
-type tlsFiles struct {
-	mu    sync.Mutex
-	now   func() time.Time
-	files map[string]*tlsFile // by path
-}
-
-type tlsFile struct {
-	f     *secretFile
-	value string // of f, converted once
-}
-
-// Fetch implements promconfig.SecretManager.
-func (t *tlsFiles) Fetch(_ context.Context, path string) (string, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	f := t.files[path]
-	if f == nil {
+// Fetch implements promconfig.SecretManager: the file's last good value.
+func (f *files) Fetch(_ context.Context, path string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m[path] == nil {
 		return "", errors.New("ca_ref, cert_ref and key_ref are not supported: use ca_file, cert_file and key_file")
 	}
-	v, changed, err := f.f.read(t.now())
-	if v == nil {
-		return "", err
+	v, _, err := f.m[path].read(f.now())
+	if v != "" {
+		err = nil // the last good one, should the file no longer be
 	}
-	if changed || f.value == "" {
-		f.value = string(v)
+	return v, err
+}
+
+// refused makes the next call read every file again.
+func (f *files) refused() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, sf := range f.m {
+		sf.reread = true
 	}
-	return f.value, nil
 }

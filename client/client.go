@@ -43,9 +43,10 @@ type PoolOptions struct {
 type Pool struct {
 	http     *http.Client
 	base     *url.URL
-	urls     map[string]string // of each endpoint
-	headers  []*header         // the secret http_headers
-	auth     string            // the header of the token: Authorization (Bearer) or Token
+	baseURL  string   // as written: url.JoinPath would clean its path
+	headers  []header // the secret http_headers
+	files    *files   // of http_headers and tls_config
+	auth     string   // the header of the token: Authorization (Bearer) or Token
 	ua       []string
 	timeout  time.Duration
 	maxBytes int64
@@ -63,7 +64,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	if err != nil {
 		return nil, errors.New("api.base_url: not a valid URL")
 	}
-	p := &Pool{base: base, auth: "Authorization", ua: []string{opts.UserAgent},
+	p := &Pool{base: base, baseURL: cfg.API.BaseURL, auth: "Authorization", ua: []string{opts.UserAgent},
 		timeout: time.Duration(cfg.API.Timeout), maxBytes: cfg.API.MaxResponseBytes, metrics: opts.Metrics, now: opts.Now,
 		clients: make(map[string]*Client, len(cfg.Apps))}
 	if p.now == nil {
@@ -78,41 +79,39 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	// Secret http_headers are the client's, so that they stay on base_url's
 	// origin and a file is read as a key file is: prometheus/common would
 	// send them on every hop and block on a FIFO. Plain values are common's.
-	hcfg, files := cfg.API.HTTPClientConfig, map[string]*header{} // by path
+	p.files = &files{now: p.now, m: map[string]*secretFile{}}
+	file := func(path, kind string) { // one file under several names: read and counted once
+		if p.files.m[path] == nil {
+			p.files.m[path] = &secretFile{path: path, kind: kind, hook: hook}
+			p.files.m[path].start(p.now())
+		}
+	}
+	hcfg := cfg.API.HTTPClientConfig
 	if hh := hcfg.HTTPHeaders; hh != nil {
 		hcfg.HTTPHeaders = &promconfig.Headers{Headers: map[string]promconfig.Header{}}
 		for name, h := range hh.Headers {
 			hcfg.HTTPHeaders.Headers[name] = promconfig.Header{Values: h.Values}
 			for _, v := range h.Secrets {
-				p.headers = append(p.headers, &header{name: name, value: string(v)})
+				p.headers = append(p.headers, header{name: name, value: string(v)})
 			}
 			for _, path := range h.Files {
-				hd := &header{name: name, f: &secretFile{path: path, kind: SecretHeader, hook: hook}, mu: &sync.Mutex{}}
-				if same := files[path]; same != nil { // one file under several names: read and counted once
-					hd.f, hd.mu = same.f, same.mu
-				}
-				files[path] = hd
-				p.headers = append(p.headers, hd)
+				file(path, SecretHeader)
+				p.headers = append(p.headers, header{name: name, path: path})
 			}
 		}
 	}
-	tls := &tlsFiles{now: p.now, files: map[string]*tlsFile{}}
 	for _, f := range [][2]*string{{&hcfg.TLSConfig.CAFile, &hcfg.TLSConfig.CARef}, {&hcfg.TLSConfig.CertFile, &hcfg.TLSConfig.CertRef}, {&hcfg.TLSConfig.KeyFile, &hcfg.TLSConfig.KeyRef}} {
 		if path := *f[0]; path != "" {
-			tls.files[path] = &tlsFile{f: &secretFile{path: path, kind: SecretTLS, hook: hook}}
+			file(path, SecretTLS)
 			*f[0], *f[1] = "", path
 		}
 	}
-	if p.http, err = promconfig.NewClientFromConfig(hcfg, "duix_exporter", promconfig.WithIdleConnTimeout(90*time.Second), promconfig.WithSecretManager(tls)); err != nil {
+	if p.http, err = promconfig.NewClientFromConfig(hcfg, "duix_exporter", promconfig.WithIdleConnTimeout(90*time.Second), promconfig.WithSecretManager(p.files)); err != nil {
 		return nil, err
 	}
 	prefix := "Bearer "
 	if cfg.API.AuthHeader == config.AuthHeaderToken {
 		p.auth, prefix = "Token", ""
-	}
-	p.urls = make(map[string]string)
-	for _, ep := range []string{EndpointConversation, EndpointConcurrency, EndpointSessions, EndpointStop, EndpointStopAll} {
-		p.urls[ep] = cfg.API.BaseURL + "/" + ep // the base path as written: url.JoinPath would clean it
 	}
 	follow := p.http.CheckRedirect
 	p.http.CheckRedirect = func(req *http.Request, via []*http.Request) error {
@@ -140,9 +139,6 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		tokens := newTokenSource(app, prefix, p.now, hook).follow(prev[app.AppID])
 		tokens.file.start(p.now())
 		p.clients[app.Name] = &Client{p: p, name: app.Name, appQuery: url.Values{"appId": {app.AppID}}.Encode(), tokens: tokens}
-	}
-	for _, h := range files {
-		h.f.start(p.now())
 	}
 	return p, nil
 }
@@ -281,7 +277,7 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 	defer c.p.track(-1, false)
 	ctx, cancel := context.WithTimeout(ctx, c.p.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.p.urls[endpoint]+"?"+query, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.p.baseURL+"/"+endpoint+"?"+query, nil)
 	if err != nil {
 		return env, transportError(err)
 	}
@@ -291,9 +287,11 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 	}
 	req.Header = http.Header{"Accept": {"application/json"}, "User-Agent": c.p.ua, c.p.auth: {tok}}
 	for _, h := range c.p.headers {
-		v, err := h.get(c.p.now())
-		if err != nil {
-			return env, err
+		v := h.value
+		if h.path != "" {
+			if v, err = c.p.files.Fetch(ctx, h.path); err != nil {
+				return env, &Error{Reason: ReasonAuth, detail: "no usable http_headers file for " + h.name, err: err}
+			}
 		}
 		req.Header.Add(h.name, v)
 	}
@@ -339,9 +337,7 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 	case "401", "403":
 		e.Reason = ReasonAuth
 		c.tokens.refused()
-		for _, h := range c.p.headers {
-			h.refused()
-		}
+		c.p.files.refused()
 	case "429":
 		e.Reason, e.RetryAfter = ReasonRateLimited, c.backOff(parseRetryAfter(resp.Header.Get("Retry-After"), c.p.now()))
 	}

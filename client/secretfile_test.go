@@ -354,6 +354,46 @@ func TestTLSFilesAreReadAsKeyFilesAre(t *testing.T) {
 	}
 }
 
+// The files of tls_config are read as the pool is built (by --config.check,
+// the start and a reload): one that is not good is refused at once, a FIFO
+// cannot block, and a CA bundle over 64 KiB is fine.
+func TestTLSFilesAreCheckedWhenThePoolIsBuilt(t *testing.T) {
+	srv := httptest.NewTLSServer(platformWithApp())
+	t.Cleanup(srv.Close)
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	build := func(t *testing.T, tls string) error {
+		cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q, http_client: {tls_config: {%s}}}\napps: [{name: a, app_id: %q, app_key: %q}]\n",
+			srv.URL+simulator.BasePath, tls, appID, appKey)), "")
+		require.NoError(t, err)
+		var pool *client.Pool
+		returnsWithin(t, func() { pool, err = client.NewPool(cfg, client.PoolOptions{}) })
+		if err == nil {
+			pool.Close()
+		}
+		return err
+	}
+	for name, mk := range map[string]func(p string) error{
+		"fifo":       func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"over 4 MiB": func(p string) error { return os.WriteFile(p, make([]byte, 4<<20+1), 0o600) },
+		"empty":      func(p string) error { return os.WriteFile(p, []byte("\n"), 0o600) },
+		"gone":       func(string) error { return nil },
+	} {
+		for field, tls := range map[string]string{"ca_file": "ca_file: %[1]q", "cert_file": "cert_file: %q, key_file: %[2]q", "key_file": "cert_file: %[2]q, key_file: %[1]q"} {
+			t.Run(name+"/"+field, func(t *testing.T) {
+				bad, good := filepath.Join(t.TempDir(), "bad"), filepath.Join(t.TempDir(), "good")
+				require.NoError(t, mk(bad))
+				require.NoError(t, os.WriteFile(good, caPEM, 0o600))
+				err := build(t, fmt.Sprintf(tls, bad, good))
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), bad)
+			})
+		}
+	}
+	bundle := filepath.Join(t.TempDir(), "bundle.pem")
+	require.NoError(t, os.WriteFile(bundle, bytes.Repeat(caPEM, 64<<10/len(caPEM)+1), 0o600))
+	assert.NoError(t, build(t, fmt.Sprintf("ca_file: %q", bundle)))
+}
+
 // A pool reads its key and token files when it is built, as the
 // configuration was just validated; one that replaces another (a reload)
 // keeps the other's last good value should a file no longer be good then

@@ -390,8 +390,8 @@ func TestProbeFetchesOnlyItsApp(t *testing.T) {
 	assert.Contains(t, body, `duix_up{app="two"} 1`)
 	assert.NotContains(t, body, `app="one"`)
 	assert.Equal(t, int64(0), e.sim.RequestsFor("app-one", simulator.EndpointConcurrency))
-	assert.False(t, e.exp.HasApp("three"))
-	assert.True(t, e.exp.HasApp("one"))
+	assert.Nil(t, e.exp.AppClient("three"))
+	assert.NotNil(t, e.exp.AppClient("one"))
 }
 
 func TestMinIntervalReusesResults(t *testing.T) {
@@ -500,7 +500,7 @@ func TestReloadKeepsStateOfUnchangedApps(t *testing.T) {
 	cfg := *e.cfg
 	cfg.Apps = cfg.Apps[1:]
 	require.NoError(t, e.exp.Apply(&cfg))
-	assert.False(t, e.exp.HasApp("a"))
+	assert.Nil(t, e.exp.AppClient("a"))
 	assert.NotContains(t, e.scrapeText(t, context.Background()), `app="a"`)
 	require.NoError(t, e.exp.Apply(e.cfg))
 	assert.NotContains(t, e.scrapeText(t, context.Background()), `reason="http"`, "a returning app starts afresh")

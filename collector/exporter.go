@@ -100,9 +100,6 @@ func (e *Exporter) app(name string) *appState {
 	return e.byName[name]
 }
 
-// HasApp reports whether name is a configured app.
-func (e *Exporter) HasApp(name string) bool { return e.app(name) != nil }
-
 // AppClient returns the platform client of the named app (nil: unknown).
 func (e *Exporter) AppClient(name string) *client.Client {
 	st := e.app(name)

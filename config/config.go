@@ -167,8 +167,8 @@ func Load(path string) (*Config, error) {
 
 // Parse parses and validates a configuration. Unknown fields are errors,
 // defaults are applied and relative file paths are joined with dir (left
-// alone when dir is empty). Key, token, header and TLS files are read,
-// and must pass ReadSecretFile.
+// alone when dir is empty). Key, token and header files are read, and must
+// pass ReadSecretFile (TLS files are read as the clients are built).
 func Parse(data []byte, dir string) (*Config, error) {
 	var cfg *Config // stays nil for an empty document
 	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
@@ -417,11 +417,6 @@ func (a *API) validate() error {
 					return fmt.Errorf("api.http_client.http_headers: header %q: %w", name, err)
 				}
 			}
-		}
-	}
-	for _, path := range []string{hc.TLSConfig.CAFile, hc.TLSConfig.CertFile, hc.TLSConfig.KeyFile} {
-		if _, err := ReadSecretFile(path, MaxTLSFileBytes); path != "" && err != nil {
-			return fmt.Errorf("api.http_client.tls_config: %w", err)
 		}
 	}
 	return nil

@@ -566,33 +566,6 @@ func TestErrorsNeverEchoAMisplacedSecret(t *testing.T) {
 }
 
 // A file of http_headers is checked as a key file is, at load and reload.
-// The files of tls_config are checked as key files are, bounded at 4 MiB
-// (a CA bundle): prometheus/common would block on a FIFO.
-func TestTLSFilesAreCheckedAtLoad(t *testing.T) {
-	for name, mk := range map[string]func(p string) error{
-		"fifo":       func(p string) error { return syscall.Mkfifo(p, 0o600) },
-		"over 4 MiB": func(p string) error { return os.WriteFile(p, make([]byte, 4<<20+1), 0o600) },
-		"empty":      func(p string) error { return os.WriteFile(p, []byte("\n"), 0o600) },
-		"gone":       func(string) error { return nil },
-	} {
-		for field, tls := range map[string]string{"ca_file": "ca_file: f", "cert_file": "cert_file: f, key_file: g", "key_file": "cert_file: g, key_file: f"} {
-			t.Run(name+"/"+field, func(t *testing.T) {
-				tmp := t.TempDir()
-				require.NoError(t, mk(filepath.Join(tmp, "f")))
-				require.NoError(t, os.WriteFile(filepath.Join(tmp, "g"), []byte("good\n"), 0o600))
-				_, err := Parse([]byte("api: {http_client: {tls_config: {"+tls+"}}}\napps: [{name: a, app_id: '1', app_key: k}]"), tmp)
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), "api.http_client.tls_config: ")
-				assert.Contains(t, err.Error(), filepath.Join(tmp, "f"))
-			})
-		}
-	}
-	tmp := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(tmp, "ca.pem"), make([]byte, 1<<20), 0o600)) // a bundle over 64 KiB
-	_, err := Parse([]byte("api: {http_client: {tls_config: {ca_file: ca.pem}}}\napps: [{name: a, app_id: '1', app_key: k}]"), tmp)
-	assert.NoError(t, err)
-}
-
 func TestHeaderFilesAreCheckedAtLoad(t *testing.T) {
 	for name, mk := range map[string]func(p string) error{
 		"fifo":  func(p string) error { return syscall.Mkfifo(p, 0o600) },

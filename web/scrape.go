@@ -120,7 +120,7 @@ func (s *scraper) probeApp(r *http.Request) ([]string, error) {
 		return nil, errors.New("the app parameter is missing: use /probe?app=NAME with a name from the configuration")
 	case len(names) > 1:
 		return nil, errors.New("give exactly one app parameter")
-	case !s.exp.HasApp(names[0]):
+	case s.exp.AppClient(names[0]) == nil:
 		return nil, fmt.Errorf("unknown app %s: not in the configuration", strconv.Quote(names[0][:min(len(names[0]), 64)]))
 	}
 	return names, nil
