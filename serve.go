@@ -86,15 +86,9 @@ func runServe(ctx context.Context, o serveOptions, logger log.Logger, slogger *s
 	reload := func() error { return sc.ReloadConfig(o.configFile, logger) } // logs why it failed
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	go func() {
-		for {
-			select {
-			case <-hup:
-				_ = reload()
-			case <-ctx.Done():
-				return
-			}
+		for range hup { // until the process ends
+			_ = reload()
 		}
 	}()
 

@@ -71,7 +71,9 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		p.now = time.Now
 	}
 	hook := func(kind, path string, err error) {
-		opts.Metrics.secretFileRefused(kind)
+		if opts.Metrics != nil {
+			opts.Metrics.secretFileErrors.WithLabelValues(kind).Inc()
+		}
 		if opts.OnSecretFileError != nil {
 			opts.OnSecretFileError(kind, path, err)
 		}

@@ -23,9 +23,6 @@ const (
 	ReasonRateLimited = "rate_limited"
 )
 
-// Reasons lists every value Reason can return.
-var Reasons = []string{ReasonTimeout, ReasonHTTP, ReasonAPI, ReasonDecode, ReasonAuth, ReasonNetwork, ReasonRateLimited}
-
 // ErrBodyTooLarge is the cause of the error of an answer over max_response_bytes.
 var ErrBodyTooLarge = errors.New("answer larger than max_response_bytes")
 

@@ -42,12 +42,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) secretFileRefused(kind string) {
-	if m != nil {
-		m.secretFileErrors.WithLabelValues(kind).Inc()
-	}
-}
-
 // observe counts a request; status is 0 when no answer arrived.
 func (m *Metrics) observe(endpoint string, status int, d time.Duration) {
 	if m == nil {

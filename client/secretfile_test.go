@@ -256,101 +256,101 @@ func TestAfterARefusalABadFileIsLookedAtOnceAMinuteAgain(t *testing.T) {
 	assert.Equal(t, 1.0, e.refusals(t), "the file was looked at again within the minute, with no refusal since")
 }
 
-// A file of http_headers is read as a key file is: swapped for what is not
-// a regular file of at most 64 KiB, not empty, it is refused when next
-// looked at (a minute later), counted, and its last good value stays in
-// use; a FIFO cannot block the call. (The configuration refuses such a
-// file at load and reload: TestHeaderFilesAreCheckedAtLoad, config.)
-func TestHTTPHeaderFilesAreReadAsKeyFilesAre(t *testing.T) {
-	sim := platformWithApp()
-	home := &recorder{sim: sim}
-	srv := httptest.NewServer(home)
-	t.Cleanup(srv.Close)
-
-	for name, mk := range map[string]func(p string) error{
-		"over 64 KiB": func(p string) error { return os.WriteFile(p, []byte(strings.Repeat("h", 100<<10)), 0o600) },
-		"empty":       func(p string) error { return os.WriteFile(p, []byte(" \n"), 0o600) },
-		"/dev/null":   func(p string) error { return os.Symlink("/dev/null", p) },
-		"/dev/zero":   func(p string) error { return os.Symlink("/dev/zero", p) },
-		"fifo":        func(p string) error { return syscall.Mkfifo(p, 0o600) },
-		"gone":        func(string) error { return nil },
-	} {
-		t.Run(name, func(t *testing.T) {
-			file := filepath.Join(t.TempDir(), "header")
-			require.NoError(t, os.WriteFile(file, []byte("good-0123456789\n"), 0o600))
-			cfg, err := config.Parse([]byte(fmt.Sprintf("api:\n  base_url: %s%s\n  http_client:\n    http_headers:\n      X-File: {files: [%q]}\napps: [{name: a, app_id: %q, app_key: %q}]\n",
-				srv.URL, simulator.BasePath, file, appID, appKey)), "")
-			require.NoError(t, err)
-			reg, clock := prometheus.NewRegistry(), simulator.NewClock(time.Now())
-			pool, err := client.NewPool(cfg, client.PoolOptions{Metrics: client.NewMetrics(reg), Now: clock.Now})
-			require.NoError(t, err)
-			t.Cleanup(pool.Close)
-			_, err = pool.Client("a").Concurrency(context.Background())
-			require.NoError(t, err)
-
-			require.NoError(t, os.Remove(file))
-			require.NoError(t, mk(file))
-			clock.Add(time.Minute)
-			for range 2 {
-				home.reset()
-				returnsWithin(t, func() {
-					_, err = pool.Client("a").Concurrency(context.Background())
-				})
-				require.NoError(t, err)
-				assert.Equal(t, []string{"good-0123456789"}, home.headers().Values("X-File"), "the last good value")
-			}
-			assert.Equal(t, 1.0, counterValue(t, reg, "duix_exporter_secret_file_errors_total", map[string]string{"kind": client.SecretHeader}))
-		})
+// badFiles make, in a file's place, what is refused instead of a secret
+// file of at most limit bytes.
+func badFiles(limit int) map[string]func(p string) error {
+	return map[string]func(p string) error{
+		"too large": func(p string) error { return os.WriteFile(p, bytes.Repeat([]byte("h"), limit+1), 0o600) },
+		"empty":     func(p string) error { return os.WriteFile(p, []byte(" \n"), 0o600) },
+		"/dev/zero": func(p string) error { return os.Symlink("/dev/zero", p) },
+		"fifo":      func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"directory": func(p string) error { return os.Mkdir(p, 0o700) },
+		"gone":      func(string) error { return nil },
 	}
 }
 
-// The files of tls_config are read as key files are (prometheus/common
-// would read them with os.ReadFile on every request): swapped for what is
-// not a regular file of at most 4 MiB, not empty, they are refused when
-// next looked at, counted, and the last good one stays in use; a FIFO
-// cannot block the call. A changed good file is used.
-func TestTLSFilesAreReadAsKeyFilesAre(t *testing.T) {
-	srv := httptest.NewTLSServer(platformWithApp())
-	t.Cleanup(srv.Close)
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	for name, mk := range map[string]func(p string) error{
-		"over 4 MiB": func(p string) error { return os.WriteFile(p, bytes.Repeat(caPEM, 4<<20/len(caPEM)+1), 0o600) },
-		"empty":      func(p string) error { return os.WriteFile(p, []byte(" \n"), 0o600) },
-		"/dev/zero":  func(p string) error { return os.Symlink("/dev/zero", p) },
-		"fifo":       func(p string) error { return syscall.Mkfifo(p, 0o600) },
-		"directory":  func(p string) error { return os.Mkdir(p, 0o700) },
-		"gone":       func(string) error { return nil },
-	} {
-		t.Run(name, func(t *testing.T) {
-			file := filepath.Join(t.TempDir(), "ca.pem")
-			require.NoError(t, os.WriteFile(file, caPEM, 0o600))
-			cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q, http_client: {tls_config: {ca_file: %q}}}\napps: [{name: a, app_id: %q, app_key: %q}]\n",
-				srv.URL+simulator.BasePath, file, appID, appKey)), "")
-			require.NoError(t, err)
-			reg, clock := prometheus.NewRegistry(), simulator.NewClock(time.Now())
-			pool, err := client.NewPool(cfg, client.PoolOptions{Metrics: client.NewMetrics(reg), Now: clock.Now})
-			require.NoError(t, err)
-			t.Cleanup(pool.Close)
-			_, err = pool.Client("a").Concurrency(context.Background())
-			require.NoError(t, err)
+// poolWith builds, on the simulator's clock, the pool of one app against
+// baseURL with the given http_client section (YAML flow style).
+func poolWith(t *testing.T, baseURL, httpClient string) (*client.Pool, *prometheus.Registry, *simulator.Clock, error) {
+	t.Helper()
+	cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q, http_client: %s}\napps: [{name: a, app_id: %q, app_key: %q}]\n",
+		baseURL+simulator.BasePath, httpClient, appID, appKey)), "")
+	require.NoError(t, err)
+	reg, clock := prometheus.NewRegistry(), simulator.NewClock(time.Now())
+	var pool *client.Pool
+	returnsWithin(t, func() {
+		pool, err = client.NewPool(cfg, client.PoolOptions{Metrics: client.NewMetrics(reg), Now: clock.Now})
+	})
+	if err == nil {
+		t.Cleanup(pool.Close)
+	}
+	return pool, reg, clock, err
+}
 
-			require.NoError(t, os.RemoveAll(file))
-			require.NoError(t, mk(file))
-			clock.Add(time.Minute)
-			for range 2 {
-				returnsWithin(t, func() {
-					_, err = pool.Client("a").Concurrency(context.Background())
-				})
-				require.NoError(t, err, "the last good CA stays in use")
-			}
-			assert.Equal(t, 1.0, counterValue(t, reg, "duix_exporter_secret_file_errors_total", map[string]string{"kind": client.SecretTLS}))
-
-			require.NoError(t, os.RemoveAll(file))
+// The files of http_headers and of tls_config are read as key files are
+// (prometheus/common would read them with os.ReadFile on every request):
+// swapped for what is not a regular file of at most 64 KiB (4 MiB for TLS),
+// not empty, they are refused when next looked at (a minute later),
+// counted, and the last good one stays in use; a FIFO cannot block the
+// call. A changed good file is used. (The configuration refuses a bad
+// header file at load and reload: TestHeaderFilesAreCheckedAtLoad, config.)
+func TestHeaderAndTLSFilesAreReadAsKeyFilesAre(t *testing.T) {
+	home := &recorder{sim: platformWithApp()}
+	plain, tls := httptest.NewServer(home), httptest.NewTLSServer(platformWithApp())
+	t.Cleanup(plain.Close)
+	t.Cleanup(tls.Close)
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tls.Certificate().Raw})
+	for _, tc := range []struct {
+		kind, url, section, good string
+		limit                    int
+		lastGood                 func(t *testing.T) // after a call made with the last good file
+		changed                  func(t *testing.T, file string, c *client.Client)
+	}{{
+		kind: client.SecretHeader, url: plain.URL, section: "{http_headers: {X-File: {files: [%q]}}}", good: "good-0123456789\n", limit: 64 << 10,
+		lastGood: func(t *testing.T) {
+			assert.Equal(t, []string{"good-0123456789"}, home.headers().Values("X-File"), "the last good value")
+		},
+		changed: func(t *testing.T, file string, c *client.Client) {
+			require.NoError(t, os.WriteFile(file, []byte("new-0123456789\n"), 0o600))
+			_, err := c.Concurrency(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, []string{"new-0123456789"}, home.headers().Values("X-File"))
+		},
+	}, {
+		kind: client.SecretTLS, url: tls.URL, section: "{tls_config: {ca_file: %q}}", good: string(caPEM), limit: 4 << 20,
+		lastGood: func(*testing.T) {},
+		changed: func(t *testing.T, file string, c *client.Client) {
 			require.NoError(t, os.WriteFile(file, []byte("no certificate\n"), 0o600))
-			clock.Add(time.Minute)
-			_, err = pool.Client("a").Concurrency(context.Background())
+			_, err := c.Concurrency(context.Background())
 			assert.Equal(t, client.ReasonNetwork, client.Reason(err), "the changed file is used")
-		})
+		},
+	}} {
+		for name, mk := range badFiles(tc.limit) {
+			t.Run(tc.kind+"/"+name, func(t *testing.T) {
+				file := filepath.Join(t.TempDir(), "file")
+				require.NoError(t, os.WriteFile(file, []byte(tc.good), 0o600))
+				pool, reg, clock, err := poolWith(t, tc.url, fmt.Sprintf(tc.section, file))
+				require.NoError(t, err)
+				_, err = pool.Client("a").Concurrency(context.Background())
+				require.NoError(t, err)
+
+				require.NoError(t, os.RemoveAll(file))
+				require.NoError(t, mk(file))
+				clock.Add(time.Minute)
+				for range 2 {
+					home.reset()
+					returnsWithin(t, func() { _, err = pool.Client("a").Concurrency(context.Background()) })
+					require.NoError(t, err)
+					tc.lastGood(t)
+				}
+				assert.Equal(t, 1.0, counterValue(t, reg, "duix_exporter_secret_file_errors_total", map[string]string{"kind": tc.kind}))
+
+				require.NoError(t, os.RemoveAll(file))
+				clock.Add(time.Minute)
+				home.reset()
+				tc.changed(t, file, pool.Client("a"))
+			})
+		}
 	}
 }
 
@@ -361,29 +361,13 @@ func TestTLSFilesAreCheckedWhenThePoolIsBuilt(t *testing.T) {
 	srv := httptest.NewTLSServer(platformWithApp())
 	t.Cleanup(srv.Close)
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	build := func(t *testing.T, tls string) error {
-		cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q, http_client: {tls_config: {%s}}}\napps: [{name: a, app_id: %q, app_key: %q}]\n",
-			srv.URL+simulator.BasePath, tls, appID, appKey)), "")
-		require.NoError(t, err)
-		var pool *client.Pool
-		returnsWithin(t, func() { pool, err = client.NewPool(cfg, client.PoolOptions{}) })
-		if err == nil {
-			pool.Close()
-		}
-		return err
-	}
-	for name, mk := range map[string]func(p string) error{
-		"fifo":       func(p string) error { return syscall.Mkfifo(p, 0o600) },
-		"over 4 MiB": func(p string) error { return os.WriteFile(p, make([]byte, 4<<20+1), 0o600) },
-		"empty":      func(p string) error { return os.WriteFile(p, []byte("\n"), 0o600) },
-		"gone":       func(string) error { return nil },
-	} {
-		for field, tls := range map[string]string{"ca_file": "ca_file: %[1]q", "cert_file": "cert_file: %q, key_file: %[2]q", "key_file": "cert_file: %[2]q, key_file: %[1]q"} {
+	for name, mk := range badFiles(4 << 20) {
+		for field, tls := range map[string]string{"ca_file": "ca_file: %[1]q", "cert_file": "cert_file: %q, key_file: %q", "key_file": "cert_file: %[2]q, key_file: %[1]q"} {
 			t.Run(name+"/"+field, func(t *testing.T) {
 				bad, good := filepath.Join(t.TempDir(), "bad"), filepath.Join(t.TempDir(), "good")
 				require.NoError(t, mk(bad))
 				require.NoError(t, os.WriteFile(good, caPEM, 0o600))
-				err := build(t, fmt.Sprintf(tls, bad, good))
+				_, _, _, err := poolWith(t, srv.URL, "{tls_config: {"+fmt.Sprintf(tls, bad, good)+"}}")
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), bad)
 			})
@@ -391,7 +375,8 @@ func TestTLSFilesAreCheckedWhenThePoolIsBuilt(t *testing.T) {
 	}
 	bundle := filepath.Join(t.TempDir(), "bundle.pem")
 	require.NoError(t, os.WriteFile(bundle, bytes.Repeat(caPEM, 64<<10/len(caPEM)+1), 0o600))
-	assert.NoError(t, build(t, fmt.Sprintf("ca_file: %q", bundle)))
+	_, _, _, err := poolWith(t, srv.URL, fmt.Sprintf("{tls_config: {ca_file: %q}}", bundle))
+	assert.NoError(t, err, "a CA bundle over 64 KiB")
 }
 
 // A pool reads its key and token files when it is built, as the

@@ -420,7 +420,7 @@ func checkFaulty(t *testing.T, s samples, a fmApp, row faultRow) string {
 	}
 	got := map[string]float64{}
 	var seen []string
-	for _, r := range client.Reasons {
+	for _, r := range []string{client.ReasonTimeout, client.ReasonHTTP, client.ReasonAPI, client.ReasonDecode, client.ReasonAuth, client.ReasonNetwork, client.ReasonRateLimited} {
 		if v, ok := s[sampleKey("duix_scrape_errors_total", app, "reason="+r)]; ok {
 			got[r] = v
 			seen = append(seen, fmt.Sprintf("%s %g", r, v))

@@ -134,7 +134,7 @@ func (st *appState) countError(err error) {
 	}
 }
 
-// reason classifies an error of a call into one of client.Reasons.
+// reason classifies an error of a call into one of the client's reasons.
 func reason(err error) string {
 	if errors.Is(err, errRateLimited) {
 		return client.ReasonRateLimited

@@ -274,18 +274,6 @@ func (a *AppJanitor) UnmarshalYAML(unmarshal func(any) error) error {
 	return locateError("janitor", unmarshal((*appJanitorFields)(a)))
 }
 
-// JanitorApps returns the maximum session age of every app that opted in
-// to the janitor, by app name.
-func (c *Config) JanitorApps() map[string]time.Duration {
-	out := map[string]time.Duration{}
-	for _, a := range c.Apps {
-		if a.Janitor != nil {
-			out[a.Name] = time.Duration(a.Janitor.MaxSessionAge)
-		}
-	}
-	return out
-}
-
 // rule is one check of a field: when bad, the error names the field, what
 // it must be and the value it has.
 type rule struct {
@@ -334,8 +322,7 @@ func (c *Config) validate() error {
 	if len(c.Apps) == 0 {
 		return errors.New("at least one app is required")
 	}
-	names := make(map[string]int, len(c.Apps))
-	appIDs := make(map[string]int, len(c.Apps))
+	names, appIDs := make(map[string]int, len(c.Apps)), make(map[string]int, len(c.Apps))
 	for i := range c.Apps {
 		a := &c.Apps[i]
 		if a.Name == "" {

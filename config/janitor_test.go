@@ -14,7 +14,6 @@ func TestJanitorDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Janitor{MaxStopsPerHour: 10, DryRun: false, AlertName: "DuixSessionStuck"}, cfg.Janitor)
 	assert.Nil(t, cfg.Apps[0].Janitor, "no app opts in unless asked")
-	assert.Empty(t, cfg.JanitorApps())
 
 	// A partial section keeps the other defaults.
 	cfg, err = Parse([]byte("janitor: {dry_run: true}\napps: [{name: a, app_id: '1', token: t}]"), "")
@@ -34,7 +33,6 @@ apps:
 	assert.Equal(t, Janitor{MaxStopsPerHour: 3, AlertName: "KioskStuck"}, cfg.Janitor)
 	assert.Equal(t, &AppJanitor{MaxSessionAge: model.Duration(2 * time.Hour)}, cfg.Apps[0].Janitor)
 	assert.Nil(t, cfg.Apps[1].Janitor)
-	assert.Equal(t, map[string]time.Duration{"kiosk": 2 * time.Hour}, cfg.JanitorApps())
 
 	// The section survives String and a second Parse.
 	again, err := Parse([]byte(cfg.String()), "")

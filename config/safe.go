@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/log"
@@ -12,11 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
-// SafeConfig holds the current configuration and replaces it on reload only
-// when the new file is valid.
+// SafeConfig reloads the configuration: a new one goes to the subscribers
+// only when the file is valid, and replaces the one in force only when every
+// subscriber accepts it.
 type SafeConfig struct {
-	c atomic.Pointer[Config]
-
 	mu          sync.Mutex // serialises reloads and guards subscribers
 	subscribers []func(*Config) error
 
@@ -68,17 +66,10 @@ func (sc *SafeConfig) ReloadConfig(path string, logger log.Logger) error {
 		}
 	}
 
-	sc.c.Store(cfg)
 	sc.reloadSuccess.Set(1)
 	sc.reloadTimestamp.Set(float64(sc.now().UnixNano()) / 1e9)
 	level.Info(logger).Log("msg", "Loaded config file", "file", path, "apps", len(cfg.Apps))
 	return nil
-}
-
-// Get returns the current configuration, nil before the first successful
-// load. The result is shared and must not be modified.
-func (sc *SafeConfig) Get() *Config {
-	return sc.c.Load()
 }
 
 // Subscribe registers fn to be called with each new, valid configuration

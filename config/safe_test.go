@@ -50,6 +50,7 @@ func writeConfig(t *testing.T, path, content string) {
 func TestSafeConfigReload(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	sc := NewSafeConfig(reg)
+	current := applied(sc)
 	clock := time.Unix(1700000000, 0)
 	sc.now = func() time.Time { return clock }
 
@@ -60,20 +61,20 @@ func TestSafeConfigReload(t *testing.T) {
 	logger := log.NewLogfmtLogger(&logs)
 	sc.Subscribe(func(c *Config) error { calls = append(calls, c); return nil })
 
-	assert.Nil(t, sc.Get(), "nothing loaded yet")
+	assert.Nil(t, current(), "nothing loaded yet")
 
 	path := filepath.Join(t.TempDir(), "duix.yml")
 
 	// 1. A good file is loaded.
 	writeConfig(t, path, goodOne)
 	require.NoError(t, sc.ReloadConfig(path, logger))
-	first := sc.Get()
+	first := current()
 	require.NotNil(t, first)
 	assert.Equal(t, "one", first.Apps[0].Name)
 	assert.Equal(t, 1.0, testutil.ToFloat64(sc.reloadSuccess))
 	assert.Equal(t, 1700000000.0, testutil.ToFloat64(sc.reloadTimestamp))
 	require.Len(t, calls, 1)
-	assert.Same(t, first, calls[0], "subscriber gets the config that Get returns")
+	assert.Same(t, first, calls[0], "subscribers get the config applied")
 
 	// 2. A bad file keeps the old configuration.
 	clock = clock.Add(time.Minute)
@@ -81,7 +82,7 @@ func TestSafeConfigReload(t *testing.T) {
 	err := sc.ReloadConfig(path, logger)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "found app_key and token")
-	assert.Same(t, first, sc.Get(), "old config kept")
+	assert.Same(t, first, current(), "old config kept")
 	assert.Equal(t, 0.0, testutil.ToFloat64(sc.reloadSuccess))
 	assert.Equal(t, 1700000000.0, testutil.ToFloat64(sc.reloadTimestamp), "timestamp of the last success unchanged")
 	assert.Len(t, calls, 1, "subscriber not called on failure")
@@ -91,7 +92,7 @@ func TestSafeConfigReload(t *testing.T) {
 	// A missing file is a failed reload too.
 	err = sc.ReloadConfig(filepath.Join(t.TempDir(), "missing.yml"), logger)
 	require.Error(t, err)
-	assert.Same(t, first, sc.Get())
+	assert.Same(t, first, current())
 	assert.Equal(t, 0.0, testutil.ToFloat64(sc.reloadSuccess))
 	assert.Len(t, calls, 1)
 
@@ -99,7 +100,7 @@ func TestSafeConfigReload(t *testing.T) {
 	clock = clock.Add(time.Minute)
 	writeConfig(t, path, goodTwo)
 	require.NoError(t, sc.ReloadConfig(path, logger))
-	second := sc.Get()
+	second := current()
 	require.NotSame(t, first, second)
 	require.Len(t, second.Apps, 2)
 	assert.Equal(t, "two", second.Apps[0].Name)
@@ -139,21 +140,20 @@ duix_exporter_config_last_reload_successful 1
 
 func TestSafeConfigNilRegistererAndLogger(t *testing.T) {
 	sc := NewSafeConfig(nil)
+	current := applied(sc)
 	path := filepath.Join(t.TempDir(), "duix.yml")
 	writeConfig(t, path, goodOne)
 	require.NoError(t, sc.ReloadConfig(path, nil))
-	require.NotNil(t, sc.Get())
+	require.NotNil(t, current())
 	writeConfig(t, path, "nope: 1\n")
 	require.Error(t, sc.ReloadConfig(path, nil))
-	assert.Equal(t, "one", sc.Get().Apps[0].Name)
+	assert.Equal(t, "one", current().Apps[0].Name)
 }
 
 func TestSafeConfigSubscribersInOrder(t *testing.T) {
 	sc := NewSafeConfig(prometheus.NewRegistry())
 	var order []string
 	sc.Subscribe(func(c *Config) error {
-		// Called before the swap: Get still returns the old config.
-		assert.NotSame(t, c, sc.Get())
 		order = append(order, "a")
 		return nil
 	})
@@ -169,6 +169,7 @@ func TestSafeConfigSubscribersInOrder(t *testing.T) {
 
 func TestSafeConfigConcurrent(t *testing.T) {
 	sc := NewSafeConfig(prometheus.NewRegistry())
+	current := applied(sc)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yml")
 	bad := filepath.Join(dir, "bad.yml")
@@ -200,7 +201,7 @@ func TestSafeConfigConcurrent(t *testing.T) {
 				} else {
 					_ = sc.ReloadConfig(bad, nil)
 				}
-				c := sc.Get()
+				c := current()
 				if assert.NotNil(t, c) {
 					assert.Len(t, c.Apps, 2)
 				}
@@ -221,14 +222,34 @@ func TestSafeConfigSubscriberErrorKeepsOldConfig(t *testing.T) {
 		}
 		return nil
 	})
+	current := applied(sc) // after the subscriber that refuses
 	path := filepath.Join(t.TempDir(), "duix.yml")
 	writeConfig(t, path, goodOne)
 	require.NoError(t, sc.ReloadConfig(path, log.NewNopLogger()))
-	first := sc.Get()
+	first := current()
 
 	refuse = true
 	err := sc.ReloadConfig(path, log.NewNopLogger())
 	require.ErrorContains(t, err, "cannot build clients")
-	assert.Same(t, first, sc.Get())
+	assert.Same(t, first, current())
 	assert.Equal(t, 0.0, testutil.ToFloat64(sc.reloadSuccess))
+}
+
+// applied subscribes to sc and returns what its last successful reload applied.
+func applied(sc *SafeConfig) func() *Config {
+	var (
+		mu   sync.Mutex
+		last *Config
+	)
+	sc.Subscribe(func(c *Config) error {
+		mu.Lock()
+		defer mu.Unlock()
+		last = c
+		return nil
+	})
+	return func() *Config {
+		mu.Lock()
+		defer mu.Unlock()
+		return last
+	}
 }

@@ -6,6 +6,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -63,9 +64,7 @@ func NewHandler(exp *collector.Exporter, process prometheus.Gatherer, reload fun
 			err = fmt.Errorf("telemetry path %q: %v", o.TelemetryPath, r)
 		}
 	}()
-	if o.Logger == nil {
-		o.Logger = log.NewNopLogger()
-	}
+	o.Logger = cmp.Or(o.Logger, log.NewNopLogger())
 	if o.WriteMargin <= 0 {
 		o.WriteMargin = DefaultWriteMargin
 	}

@@ -218,9 +218,11 @@ func New(o Options) (*Janitor, error) {
 // at 0; those of apps no longer opted in are dropped. A decision under
 // way takes it from its next session on.
 func (j *Janitor) Apply(cfg *config.Config) error {
-	set := settings{Janitor: cfg.Janitor, known: map[string]bool{}, ages: cfg.JanitorApps()}
+	set := settings{Janitor: cfg.Janitor, known: map[string]bool{}, ages: map[string]time.Duration{}}
 	for _, a := range cfg.Apps {
-		set.known[a.Name] = true
+		if set.known[a.Name] = true; a.Janitor != nil {
+			set.ages[a.Name] = time.Duration(a.Janitor.MaxSessionAge)
+		}
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()

@@ -469,7 +469,9 @@ func TestHelmJanitor(t *testing.T) {
 	cfg, err := loadInPod(t, f, []string{"kiosk-fleet.key", "web.key"})
 	require.NoError(t, err, f.config)
 	assert.Equal(t, config.Janitor{MaxStopsPerHour: 3, DryRun: true, AlertName: "KioskStuck"}, cfg.Janitor)
-	assert.Equal(t, map[string]time.Duration{"kiosk-fleet": 2 * time.Hour}, cfg.JanitorApps())
+	require.NotNil(t, cfg.Apps[0].Janitor)
+	assert.Equal(t, 2*time.Hour, time.Duration(cfg.Apps[0].Janitor.MaxSessionAge))
+	assert.Nil(t, cfg.Apps[1].Janitor)
 
 	for value, where := range map[string]string{
 		`config.janitor={"max_stops_per_hour":0}`:                                         "/config/janitor/max_stops_per_hour",
