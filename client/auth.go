@@ -185,10 +185,10 @@ func sameOrigin(a, b *url.URL) bool {
 	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }
 
-// header is a secret value of http_headers, or the path of a file of them.
-type header struct{ name, value, path string }
+// header is a secret value of http_headers, or its file's reference in files.
+type header struct{ name, value, ref string }
 
-// files are the pool's files of http_headers and tls_config, by path, read
+// files are the pool's files of http_headers and tls_config, by kind:path, read
 // as key files are. prometheus/common fetches tls_config's on every request
 // (as secret references: it would read them with os.ReadFile, which blocks
 // on a FIFO and reads /dev/zero on); the client sets http_headers' itself.
@@ -199,24 +199,25 @@ type files struct {
 }
 
 // Fetch implements promconfig.SecretManager: the file's last good value.
-func (f *files) Fetch(_ context.Context, path string) (string, error) {
+func (f *files) Fetch(_ context.Context, ref string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.m[path] == nil {
+	if f.m[ref] == nil {
 		return "", errors.New("ca_ref, cert_ref and key_ref are not supported: use ca_file, cert_file and key_file")
 	}
-	v, _, err := f.m[path].read(f.now())
+	v, _, err := f.m[ref].read(f.now())
 	if v != "" {
 		err = nil // the last good one, should the file no longer be
 	}
 	return v, err
 }
 
-// refused makes the next call read every file again.
+// refused makes the next call read the header files again (not the TLS
+// files: they hold no credential of the platform's).
 func (f *files) refused() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, sf := range f.m {
-		sf.reread = true
+		sf.reread = sf.reread || sf.kind == SecretHeader
 	}
 }

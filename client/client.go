@@ -82,11 +82,13 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	// origin and a file is read as a key file is: prometheus/common would
 	// send them on every hop and block on a FIFO. Plain values are common's.
 	p.files = &files{now: p.now, m: map[string]*secretFile{}}
-	file := func(path, kind string) { // one file under several names: read and counted once
-		if p.files.m[path] == nil {
-			p.files.m[path] = &secretFile{path: path, kind: kind, hook: hook}
-			p.files.m[path].start(p.now())
+	file := func(path, kind string) string { // one file under several names: read and counted once
+		ref := kind + ":" + path // a file both of a header and of TLS is read as each (their bounds differ)
+		if p.files.m[ref] == nil {
+			p.files.m[ref] = &secretFile{path: path, kind: kind, hook: hook}
+			p.files.m[ref].start(p.now())
 		}
+		return ref
 	}
 	hcfg := cfg.API.HTTPClientConfig
 	if hh := hcfg.HTTPHeaders; hh != nil {
@@ -97,15 +99,13 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 				p.headers = append(p.headers, header{name: name, value: string(v)})
 			}
 			for _, path := range h.Files {
-				file(path, SecretHeader)
-				p.headers = append(p.headers, header{name: name, path: path})
+				p.headers = append(p.headers, header{name: name, ref: file(path, SecretHeader)})
 			}
 		}
 	}
 	for _, f := range [][2]*string{{&hcfg.TLSConfig.CAFile, &hcfg.TLSConfig.CARef}, {&hcfg.TLSConfig.CertFile, &hcfg.TLSConfig.CertRef}, {&hcfg.TLSConfig.KeyFile, &hcfg.TLSConfig.KeyRef}} {
 		if path := *f[0]; path != "" {
-			file(path, SecretTLS)
-			*f[0], *f[1] = "", path
+			*f[0], *f[1] = "", file(path, SecretTLS)
 		}
 	}
 	if p.http, err = promconfig.NewClientFromConfig(hcfg, "duix_exporter", promconfig.WithIdleConnTimeout(90*time.Second), promconfig.WithSecretManager(p.files)); err != nil {
@@ -208,8 +208,7 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// Concurrency returns the app's concurrency status (GET /getconcurrentNumber?appId=);
-// an answer without both numbers is a decode error, not zeros.
+// Concurrency returns the app's concurrency status (GET /getconcurrentNumber?appId=), both numbers required.
 func (c *Client) Concurrency(ctx context.Context) (*Concurrency, error) {
 	v, err := getObject[struct {
 		CropID string `json:"cropId"`
@@ -290,8 +289,8 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 	req.Header = http.Header{"Accept": {"application/json"}, "User-Agent": c.p.ua, c.p.auth: {tok}}
 	for _, h := range c.p.headers {
 		v := h.value
-		if h.path != "" {
-			if v, err = c.p.files.Fetch(ctx, h.path); err != nil {
+		if h.ref != "" {
+			if v, err = c.p.files.Fetch(ctx, h.ref); err != nil {
 				return env, &Error{Reason: ReasonAuth, detail: "no usable http_headers file for " + h.name, err: err}
 			}
 		}

@@ -379,6 +379,25 @@ func TestTLSFilesAreCheckedWhenThePoolIsBuilt(t *testing.T) {
 	assert.NoError(t, err, "a CA bundle over 64 KiB")
 }
 
+// A file named both as a header file and as a TLS file is read as each,
+// under each one's bound, and a refusal is counted as each.
+func TestAFileOfAHeaderAndOfTLSIsReadAsEach(t *testing.T) {
+	srv := httptest.NewTLSServer(platformWithApp())
+	t.Cleanup(srv.Close)
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	file := filepath.Join(t.TempDir(), "bundle.pem")
+	require.NoError(t, os.WriteFile(file, caPEM, 0o600))
+	pool, reg, clock, err := poolWith(t, srv.URL, fmt.Sprintf("{tls_config: {ca_file: %q}, http_headers: {X-File: {files: [%[1]q]}}}", file))
+	require.NoError(t, err)
+
+	require.NoError(t, os.WriteFile(file, bytes.Repeat(caPEM, 4<<20/len(caPEM)+1), 0o600)) // over 4 MiB
+	clock.Add(time.Minute)
+	_, _ = pool.Client("a").Concurrency(context.Background()) // a PEM is no header value: the call fails, the files are read
+	for kind, want := range map[string]float64{client.SecretTLS: 1, client.SecretHeader: 1} {
+		assert.Equal(t, want, counterValue(t, reg, "duix_exporter_secret_file_errors_total", map[string]string{"kind": kind}), kind)
+	}
+}
+
 // A pool reads its key and token files when it is built, as the
 // configuration was just validated; one that replaces another (a reload)
 // keeps the other's last good value should a file no longer be good then

@@ -199,27 +199,31 @@ func gathererOf(c prometheus.Collector) prometheus.Gatherer {
 // A slow conversation refresh does not hold back the app's result: a
 // request that leaves at its deadline, once getconcurrentNumber and
 // getconcurrentList have answered, reports the app up with its figures
-// while the refresh goes on; a later scrape has the details.
+// while the refresh goes on; so does one that arrives during the refresh,
+// with calls of its own; a later scrape has the details.
 func TestASlowConversationRefreshDoesNotTakeTheAppDown(t *testing.T) {
 	e := newGatedEnv(t, appDef{"a", "1790000000000000001", "KEY-a", 3, []string{"c1"}})
 	conversations := func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/"+client.EndpointConversation) }
 	e.gate.holds.Store(&conversations)
 
-	ctx, leave := context.WithCancel(context.Background())
-	rec := httptest.NewRecorder()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		handlerFor(e.exp, nil, 0).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil).WithContext(ctx))
-	}()
-	require.Eventually(t, func() bool { s := e.exp.Statuses(); return len(s) == 1 && s[0].Up }, time.Minute, time.Millisecond,
-		"the result is recorded while the refresh is held")
-	require.Eventually(t, func() bool { return e.gate.arrived.Load() == 1 }, time.Minute, time.Millisecond, "the refresh is under way")
-	leave() // the request's deadline
-	<-done
-	assert.Contains(t, rec.Body.String(), `duix_up{app="a"} 1`)
-	assert.Contains(t, rec.Body.String(), `duix_app_concurrency_limit{app="a"} 3`)
-	assert.NotContains(t, rec.Body.String(), "duix_conversation_info", "not known yet")
+	for limit := int64(3); limit <= 4; limit++ {
+		e.sim.AddApp(simulator.App{ID: "1790000000000000001", Key: "KEY-a", CorpID: "corp-a", Allowance: int(limit)})
+		ctx, leave := context.WithCancel(context.Background())
+		rec := httptest.NewRecorder()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			handlerFor(e.exp, nil, 0).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil).WithContext(ctx))
+		}()
+		require.Eventually(t, func() bool { s := e.exp.Statuses(); return len(s) == 1 && s[0].Up && s[0].Limit == limit }, time.Minute, time.Millisecond,
+			"the result is recorded while the refresh is held")
+		require.Eventually(t, func() bool { return e.gate.arrived.Load() == 1 }, time.Minute, time.Millisecond, "one refresh under way")
+		leave() // the request's deadline
+		<-done
+		assert.Contains(t, rec.Body.String(), `duix_up{app="a"} 1`)
+		assert.Contains(t, rec.Body.String(), fmt.Sprintf(`duix_app_concurrency_limit{app="a"} %d`, limit))
+		assert.NotContains(t, rec.Body.String(), "duix_conversation_info", "not known yet")
+	}
 
 	e.gate.release()
 	assert.Contains(t, e.scrapeText(t, context.Background()), `duix_conversation_max_concurrent{app="a",conversation_id="c1"} 2`)

@@ -56,9 +56,8 @@ func (s *scrape) fetch(st *appState, set settings) *result {
 	}
 }
 
-// fly makes the calls of a fetch of st, each on a slot of its own:
-// getconcurrentNumber and getconcurrentList, whose outcome it records as
-// they end, and any conversation due for a refresh, which it waits for.
+// fly makes the calls of a fetch of st, each on a slot: getconcurrentNumber and getconcurrentList,
+// whose outcome it records, and a refresh of the conversations due (unless one is under way), then waited for.
 func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	st.mu.Lock()
 	if r := st.last; r != nil && !r.landed.Before(arrived) {
@@ -72,19 +71,18 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	}
 	st.mu.Unlock()
 	r, begun := &result{started: e.opts.Now()}, time.Now()
-	var wg, refresh sync.WaitGroup
-	if due := st.due(r.started, time.Duration(set.api.ConversationRefresh), time.Minute); len(due) > 0 {
-		refresh.Go(func() { // one at a time: an app's calls hold at most three slots
-			for _, id := range due {
-				var conv *conversationDetails
-				err := e.call(st, c, set, client.EndpointConversation, func(ctx context.Context) (err error) {
-					conv, err = client.GetConversation[conversationDetails](ctx, c, id)
-					return err
-				})
-				st.recordConversation(id, conv, err, e.opts.Now())
-			}
-		})
-	}
+	var wg sync.WaitGroup
+	refreshed := st.flights.DoChan("refresh", func() (any, error) { // one at a time: an app's calls hold at most three slots
+		for _, id := range st.due(r.started, time.Duration(set.api.ConversationRefresh), time.Minute) {
+			var conv *conversationDetails
+			err := e.call(st, c, set, client.EndpointConversation, func(ctx context.Context) (err error) {
+				conv, err = client.GetConversation[conversationDetails](ctx, c, id)
+				return err
+			})
+			st.recordConversation(id, conv, err, e.opts.Now())
+		}
+		return nil, nil
+	})
 	wg.Go(func() {
 		r.concErr = e.call(st, c, set, client.EndpointConcurrency, func(ctx context.Context) (err error) {
 			r.conc, err = c.Concurrency(ctx)
@@ -120,7 +118,8 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	wg.Wait()
 	r.duration = time.Since(begun)
 	st.record(r, list, listedAt) // a request leaving at its deadline takes r, however long the refresh
-	refresh.Wait()
+	st.flights.Forget("")        // a request arriving from now on makes new calls, not wait for the refresh
+	<-refreshed
 	return r
 }
 
