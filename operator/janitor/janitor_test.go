@@ -203,6 +203,14 @@ func (f *fixture) session(app string, age time.Duration) string {
 	return id
 }
 
+// sessions starts n sessions of app, age old.
+func (f *fixture) sessions(app string, n int, age time.Duration) {
+	f.t.Helper()
+	for range n {
+		f.session(app, age)
+	}
+}
+
 func appID(name string) string {
 	for _, a := range testApps {
 		if a.name == name {
@@ -455,9 +463,7 @@ func TestFirstSeenWhenTheRecordHasNoStart(t *testing.T) {
 
 func TestBudgetAcrossAppsSlidingWindow(t *testing.T) {
 	f := newFixture(t, "{max_stops_per_hour: 2}")
-	for range 3 {
-		f.session("kiosk", 2*time.Hour)
-	}
+	f.sessions("kiosk", 3, 2*time.Hour)
 	lobby := f.session("lobby", 2*time.Hour)
 
 	answer := f.postStuck(http.StatusOK, "kiosk")
@@ -674,9 +680,7 @@ func TestImplausibleRecordStartsFallBackToFirstSeen(t *testing.T) {
 // at once, nor again at each of Alertmanager's retries.
 func TestFailedStopsCountAgainstTheBudget(t *testing.T) {
 	f := newFixture(t, "{max_stops_per_hour: 2}")
-	for range 4 {
-		f.session("kiosk", 2*time.Hour)
-	}
+	f.sessions("kiosk", 4, 2*time.Hour)
 	f.before(simulator.EndpointStop, func(w http.ResponseWriter, r *http.Request, next http.Handler) bool {
 		next.ServeHTTP(httptest.NewRecorder(), r) // done, but the answer is lost
 		http.Error(w, "gateway timeout", http.StatusGatewayTimeout)
@@ -719,9 +723,7 @@ func TestRecentActionsHoldSessionIDsCut(t *testing.T) {
 // platform nor use up the budget.
 func TestNoStopIsAttemptedAfterTheSenderLeft(t *testing.T) {
 	f := newFixture(t, "{max_stops_per_hour: 2}")
-	for range 3 {
-		f.session("kiosk", 2*time.Hour)
-	}
+	f.sessions("kiosk", 3, 2*time.Hour)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
@@ -807,9 +809,7 @@ func TestTheAnswerHasAWriteDeadline(t *testing.T) {
 // do not count against the budget.
 func TestRefusedStopsDoNotCountAgainstTheBudget(t *testing.T) {
 	f := newFixture(t, "{max_stops_per_hour: 2}")
-	for range 3 {
-		f.session("kiosk", 2*time.Hour)
-	}
+	f.sessions("kiosk", 3, 2*time.Hour)
 	f.before(simulator.EndpointStop, func(w http.ResponseWriter, r *http.Request, next http.Handler) bool {
 		w.WriteHeader(http.StatusForbidden)
 		return true
@@ -846,9 +846,7 @@ func TestDryRunAndBackKeepsTheBudget(t *testing.T) {
 // real budget: a rehearsal cannot reset it.
 func TestDryRunAndBackDuringADecisionKeepsTheBudget(t *testing.T) {
 	f := newFixture(t, "{max_stops_per_hour: 2}")
-	for range 2 {
-		f.session("kiosk", 3*time.Hour)
-	}
+	f.sessions("kiosk", 2, 3*time.Hour)
 	f.reloadDuringFirstStop("{max_stops_per_hour: 2, dry_run: true}", optedIn, optedIn)
 	answer := f.postStuck(http.StatusOK, "kiosk")
 	assert.Contains(t, answer, "stopped 1 and, in dry run, would have stopped 1 of 2 session(s) older than 1h")
@@ -856,9 +854,7 @@ func TestDryRunAndBackDuringADecisionKeepsTheBudget(t *testing.T) {
 	f.wrap = nil
 	f.reload("{max_stops_per_hour: 2}", optedIn, optedIn)
 	f.advance(time.Minute)
-	for range 2 {
-		f.session("kiosk", 3*time.Hour)
-	}
+	f.sessions("kiosk", 2, 3*time.Hour)
 	answer = f.postStuck(http.StatusOK, "kiosk")
 	assert.Contains(t, answer, "stopped 1 of 3 session(s) older than 1h; 0 already stopped or gone, 2 refused by the budget of 2 an hour")
 	assert.Equal(t, int64(2), f.stops.Load(), "stops sent within the hour")
@@ -869,9 +865,7 @@ func TestDryRunAndBackDuringADecisionKeepsTheBudget(t *testing.T) {
 // dry_run is on, no stop is sent.
 func TestNoStopAfterAReloadToDryRun(t *testing.T) {
 	f := newFixture(t, "")
-	for range 3 {
-		f.session("kiosk", 3*time.Hour)
-	}
+	f.sessions("kiosk", 3, 3*time.Hour)
 	after := f.reloadDuringFirstStop("{dry_run: true}", optedIn, optedIn)
 	answer := f.postStuck(http.StatusOK, "kiosk")
 	assert.Zero(t, after.Load(), "stops sent after the reload")
@@ -892,9 +886,7 @@ func TestNoStopBeyondAReloadDuringADecision(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, "")
-			for range 3 {
-				f.session("kiosk", 2*time.Hour)
-			}
+			f.sessions("kiosk", 3, 2*time.Hour)
 			after := f.reloadDuringFirstStop("", tc.kiosk, optedIn)
 			answer := f.postStuck(http.StatusOK, "kiosk")
 			assert.Zero(t, after.Load(), "stops sent after the reload")
@@ -915,9 +907,7 @@ func TestNoStopBeyondAReloadDuringADecision(t *testing.T) {
 // sessions.
 func TestBudgetCountsFromTheStop(t *testing.T) {
 	f := newFixture(t, "{max_stops_per_hour: 2}")
-	for range 4 {
-		f.session("kiosk", 3*time.Hour)
-	}
+	f.sessions("kiosk", 4, 3*time.Hour)
 	f.before(simulator.EndpointSessions, func(w http.ResponseWriter, r *http.Request, next http.Handler) bool {
 		f.advance(time.Minute)
 		return false
