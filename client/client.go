@@ -34,7 +34,7 @@ type PoolOptions struct {
 	Metrics           *Metrics // instruments every call (nil: none)
 	UserAgent         string
 	Now               func() time.Time // the clock of tokens and Retry-After (nil: time.Now)
-	OnSecretFileError SecretFileHook   // told, for logging, of a refused key, token or header file (nil: none)
+	OnSecretFileError SecretFileHook   // told, for logging, of a refused key, token, header or TLS file (nil: none)
 	Previous          *Pool            // the pool this one replaces: the last good values of the same files are kept
 }
 

@@ -31,7 +31,7 @@ var ErrBodyTooLarge = errors.New("answer larger than max_response_bytes")
 type Error struct {
 	Endpoint   string        // the endpoint called
 	App        string        // the app's name in the configuration
-	Reason     string        // one of Reasons
+	Reason     string        // one of the Reason constants
 	Status     int           // the HTTP status when not 2xx, else 0
 	Code       string        // the envelope's code, when it matches ^[A-Za-z0-9_.-]{1,32}$
 	RetryAfter time.Duration // how long the platform asked for no calls (429)
@@ -65,7 +65,7 @@ func (e *Error) Unwrap() error { return e.err }
 
 var safeCode = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,32}$`)
 
-// Reason classifies err into one of Reasons ("" for nil); an error of
+// Reason classifies err into a Reason constant ("" for nil); an error of
 // another package is a timeout when a deadline ended it, else network.
 func Reason(err error) string {
 	var e *Error

@@ -89,7 +89,7 @@ type API struct {
 	AuthHeader          string         `yaml:"auth_header"`          // AuthHeaderAuthorization or AuthHeaderToken
 	Timeout             model.Duration `yaml:"timeout"`              // per upstream request, > 0
 	MaxConcurrency      int            `yaml:"max_concurrency"`      // upstream requests in flight, 1..4096
-	MaxResponseBytes    int64          `yaml:"max_response_bytes"`   // per response body, >= 1024
+	MaxResponseBytes    int64          `yaml:"max_response_bytes"`   // per response body, 1024..1 GiB
 	MinInterval         model.Duration `yaml:"min_interval"`         // results younger than this are reused; 0: off
 	ConversationRefresh model.Duration `yaml:"conversation_refresh"` // how often conversation details are fetched, > 0
 	// HTTPClientConfig configures TLS, proxy, redirects and HTTP/2; no

@@ -51,7 +51,7 @@ const (
 	targetWallRatio  = 1.05 // scrape wall / direct wall
 	targetCPURatio   = 1.6  // exporter CPU per scrape / direct CPU per round
 	targetSeries     = 8    // samples of one app without conversations, lifecycle off
-	lifecycleSeries  = 15   // what the session lifecycle adds per app
+	lifecycleSeries  = 16   // what the session lifecycle adds per app
 	targetRSS        = 96 << 20
 	targetTwoRatio   = 1.00 // calls of two simultaneous scrapes / one
 	targetHeapGrowth = 1 << 20
@@ -82,7 +82,7 @@ func main() {
 	flag.IntVar(&o.heapEntries, "heap-entries", 100000, "Length of the session list whose counting is measured for heap growth (0: skip).")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "Stop the whole run after this long.")
 	flag.BoolVar(&o.noFail, "no-fail", false, "Exit 0 even when a target is missed.")
-	flag.BoolVar(&o.lifecycle, "lifecycle", false, "Turn the session lifecycle metrics on (sessions.lifecycle; 15 more series per app).")
+	flag.BoolVar(&o.lifecycle, "lifecycle", false, "Turn the session lifecycle metrics on (sessions.lifecycle; 16 more series per app).")
 	flag.StringVar(&o.saveScrape, "save-scrape", "", "Write the body of the last scrape to this file.")
 	flag.Parse()
 	if err := o.check(); err != nil {

@@ -176,8 +176,8 @@
             [
               'The janitor of {{ $labels.instance }} answered {{ $value | printf "%.0f" }} of Alertmanager\'s',
               'webhook requests over the last ' + u.durationText(c.janitorFailingWindow) + ' with an error (listing or stopping',
-              'failed, a payload it cannot read, or an app it does not have): stuck sessions may not',
-              'be stopped. Its log (component=janitor) says why.',
+              'failed, a payload it cannot read, an app it does not have, or a sender that left before',
+              'its turn): stuck sessions may not be stopped. Its log (component=janitor) says why.',
             ],
           ),
         ],

@@ -145,7 +145,7 @@ function(c)
             g.target('sum by (app) (rate(duix_app_errors_total{%s}[$__rate_interval]))' % sel, '{{app}} all'),
             g.target('sum by (app, reason) (rate(duix_scrape_errors_total{%s}[$__rate_interval]))' % sel, '{{app}} {{reason}}'),
           ], unit='reqps', min=0, w=12, h=6),
-          g.timeseries('Scrape duration', "Wall time of the app's calls in each scrape.", [
+          g.timeseries('Scrape duration', "Wall time of the app's getconcurrentNumber and getconcurrentList calls whose result each scrape reports (conversation refreshes not counted).", [
             g.target('duix_scrape_duration_seconds{%s}' % sel, '{{app}}'),
           ], unit='s', min=0, w=8),
           g.timeseries('API latency p50 / p99', 'Time from sending a request to the platform until its body was read, by endpoint, for every app of the exporter.', [

@@ -159,7 +159,7 @@ function(c)
           g.stat('Configuration reload', 'Whether the last configuration reload of every exporter succeeded.', [
             g.target('min(duix_exporter_config_last_reload_successful{%s})' % exp, instant=true),
           ], mappings=g.boolMappings('Failed', 'OK')),
-          g.timeseries('Slowest scrapes (top 10)', 'Wall time of the calls for the ten slowest apps.', [
+          g.timeseries('Slowest scrapes (top 10)', 'Wall time of the getconcurrentNumber and getconcurrentList calls for the ten slowest apps.', [
             g.target('topk(10, duix_scrape_duration_seconds{%s})' % sel, '{{app}}'),
           ], unit='s', w=6, h=6),
           g.timeseries('API requests by status', 'Requests of the exporter to the platform, by HTTP status (error: no response).', [
