@@ -229,6 +229,35 @@ func TestASlowConversationRefreshDoesNotTakeTheAppDown(t *testing.T) {
 	assert.Contains(t, e.scrapeText(t, context.Background()), `duix_conversation_max_concurrent{app="a",conversation_id="c1"} 2`)
 }
 
+// api.max_concurrency bounds the calls in flight across reloads: a reload
+// that keeps the bound keeps the slots that the calls under way hold.
+func TestAReloadKeepsTheSlotsOfTheCallsUnderWay(t *testing.T) {
+	e := newGatedEnv(t, appDef{name: "a", id: "1790000000000000001", key: "KEY-a", allowance: 3},
+		appDef{name: "b", id: "1790000000000000002", key: "KEY-b", allowance: 3})
+	cfg := *e.cfg
+	cfg.API.MaxConcurrency = 2
+	require.NoError(t, e.exp.Apply(&cfg))
+	scrape := func(names ...string) chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			handlerFor(e.exp, nil, 0, names...).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		}()
+		return done
+	}
+	first := scrape("a")
+	require.Eventually(t, func() bool { return e.gate.arrived.Load() == 2 }, time.Minute, time.Millisecond, "a's two calls hold both slots")
+	for range 3 {
+		require.NoError(t, e.exp.Apply(&cfg))
+	}
+	second := scrape("b")
+	require.Never(t, func() bool { return e.gate.arrived.Load() > 2 }, 300*time.Millisecond, 5*time.Millisecond, "b's calls wait for a slot")
+	e.gate.release()
+	<-first
+	<-second
+	assert.EqualValues(t, 4, e.gate.arrived.Load())
+}
+
 // duix_app_errors_total is 0 in the app's first scrape even when its
 // first calls fail, so that increase() sees those failures; and corp_id is
 // the last cropId seen, kept when an answer has none.

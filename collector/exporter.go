@@ -89,7 +89,11 @@ func (e *Exporter) Apply(cfg *config.Config) error {
 	if e.set.pool != nil {
 		e.set.pool.Close()
 	}
-	e.set = settings{api: cfg.API, sem: semaphore.NewWeighted(int64(max(cfg.API.MaxConcurrency, 1))), pool: pool}
+	sem := e.set.sem // calls under way hold its slots: a new one only for a new bound
+	if sem == nil || cfg.API.MaxConcurrency != e.set.api.MaxConcurrency {
+		sem = semaphore.NewWeighted(int64(max(cfg.API.MaxConcurrency, 1)))
+	}
+	e.set = settings{api: cfg.API, sem: sem, pool: pool}
 	e.apps, e.byName = apps, byName
 	return nil
 }
@@ -102,13 +106,10 @@ func (e *Exporter) app(name string) *appState {
 
 // AppClient returns the platform client of the named app (nil: unknown).
 func (e *Exporter) AppClient(name string) *client.Client {
-	st := e.app(name)
-	if st == nil {
-		return nil
+	if _, set := e.snapshot(nil); set.pool != nil {
+		return set.pool.Client(name)
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.c
+	return nil
 }
 
 // FirstSeen returns when the session lifecycle first listed the session;

@@ -118,7 +118,6 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	wg.Wait()
 	r.duration = time.Since(begun)
 	st.record(r, list, listedAt) // a request leaving at its deadline takes r, however long the refresh
-	st.flights.Forget("")        // a request arriving from now on makes new calls, not wait for the refresh
 	<-refreshed
 	return r
 }

@@ -148,6 +148,7 @@ func (st *appState) record(r *result, list []seenSession, listedAt time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.last, st.flying, r.landed = r, false, time.Now()
+	st.flights.Forget("") // with it: a request arriving from now on makes new calls, not wait for a refresh
 	st.countError(r.concErr)
 	st.countError(r.sessErr)
 	if r.conc != nil && r.conc.CropID != "" { // the last value seen
