@@ -8,6 +8,7 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -40,6 +41,7 @@ func main() {
 // run parses the command line and runs the chosen command; it returns the
 // process exit code.
 func run(args []string) int {
+	stdlog.SetOutput(io.Discard) // net/http logs there what an upstream sent unasked (its echo of our token): nothing of it is printed
 	if version.Version == "" {
 		version.Version = strings.TrimSpace(releaseVersion)
 	}

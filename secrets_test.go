@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +45,8 @@ const (
 	secBadToken   = "SECRETTOKEN-not-a-jwt-5d1c3b"
 	secBasicPass  = "SECRETPASS-in-base-url-4e2f"
 	secHTTPBearer = "SECRETBEARER-http-client-8a7b"
-	jwtPrefix     = "eyJ" // base64 of `{"`: the start of every JWT
+	secProxyPass  = "SECRETPROXY-password-3c9d" // of proxy_url: every call goes through the platform as a proxy
+	jwtPrefix     = "eyJ"                       // base64 of `{"`: the start of every JWT
 )
 
 // tokenRecorder keeps every credential the platform received.
@@ -226,11 +229,16 @@ func newSecretsEnv(t *testing.T) *secretsEnv {
 // otherwise join them until they do.
 const apiTimeout = "  timeout: 4s\n"
 
-// config renders the configuration; extra is appended to the apps.
+// config renders the configuration; extra is appended to the apps. The
+// calls go through a proxy with credentials: the platform itself, which
+// sees them in Proxy-Authorization and echoes them with the rest.
 func (e *secretsEnv) config(extra string) string {
+	u, _ := url.Parse(e.base)
 	return fmt.Sprintf(`api:
   base_url: %q
-`+apiTimeout+`apps:
+`+apiTimeout+`  http_client:
+    proxy_url: "http://proxyuser:`+secProxyPass+`@`+u.Host+`"
+apps:
   - name: inline-key
     app_id: "2001"
     app_key: %s
@@ -272,9 +280,9 @@ func (e *secretsEnv) badConfigs() map[string]string {
 		"duplicate app_id":        e.config("  - name: again\n    app_id: \"2001\"\n    app_key: " + secInlineKey + "\n"),
 		"missing key file":        e.config("  - name: nofile\n    app_id: \"2009\"\n    app_key_file: no-such.key\n"),
 		"credentials in base_url": strings.Replace(good, "base_url: \"http://", "base_url: \"http://user:"+secBasicPass+"@", 1),
-		"bearer in http_client":   strings.Replace(good, apiTimeout, apiTimeout+"  http_client:\n    bearer_token: "+secHTTPBearer+"\n", 1),
-		"authorization header in http_client": strings.Replace(good, apiTimeout,
-			apiTimeout+"  http_client:\n    http_headers:\n      Authorization:\n        secrets: [\"Bearer "+secHTTPBearer+"\"]\n", 1),
+		"bearer in http_client":   strings.Replace(good, "  http_client:\n", "  http_client:\n    bearer_token: "+secHTTPBearer+"\n", 1),
+		"authorization header in http_client": strings.Replace(good, "  http_client:\n",
+			"  http_client:\n    http_headers:\n      Authorization:\n        secrets: [\"Bearer "+secHTTPBearer+"\"]\n", 1),
 		"bad indentation": strings.Replace(good, "    app_key: "+secInlineKey, "   app_key: "+secInlineKey, 1),
 		"tab":             strings.Replace(good, "    app_key: "+secInlineKey, "\tapp_key: "+secInlineKey, 1),
 	}
@@ -364,13 +372,14 @@ func TestSecretsNeverLeak(t *testing.T) {
 		{Kind: platformtest.FaultSuccessFalse}, {Kind: platformtest.FaultNullData}, {Kind: platformtest.FaultCodeAsNumber},
 		{Kind: platformtest.FaultWrongTypes},
 		{Kind: platformtest.FaultOversizedBody, Bytes: 20 << 20}, {Kind: platformtest.FaultResetConnection},
+		{Kind: platformtest.FaultUnsolicitedEcho}, // net/http logs it through package log
 		{Kind: platformtest.FaultRateLimit429},
 	}
 	before := e.sim.Requests(simulator.EndpointConcurrency)
 	for _, f := range faults {
 		e.faults.SetFault("", "", f)
 		_, body := fetch(t, tr, p, http.MethodGet, "/metrics")
-		if f.Kind != platformtest.FaultCodeAsNumber { // a numeric code is accepted
+		if f.Kind != platformtest.FaultCodeAsNumber && f.Kind != platformtest.FaultUnsolicitedEcho { // accepted
 			assert.Contains(t, body, `duix_up{app="inline-key"} 0`, f.Kind.String())
 		}
 		fetch(t, tr, p, http.MethodGet, "/probe?app=file-key")
@@ -423,7 +432,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 	secrets := map[string]string{
 		secInlineKey: "inline app_key", secFileKey: "app_key_file content", secStaticKey: "key of the ready-made tokens",
 		secBadToken: "inline token", e.staticTok: "inline JWT token", e.fileTok: "token_file content",
-		secBasicPass: "password in base_url", secHTTPBearer: "http_client credential",
+		secBasicPass: "password in base_url", secHTTPBearer: "http_client credential", secProxyPass: "proxy_url password",
+		base64.StdEncoding.EncodeToString([]byte("proxyuser:" + secProxyPass)): "Proxy-Authorization",
 	}
 	captured := e.rec.list()
 	require.NotEmpty(t, captured, "the platform was called")
@@ -431,7 +441,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		secrets[tok] = fmt.Sprintf("token %d received by the platform", i)
 	}
 	// Distinctive parts too, in case a value is cut or quoted.
-	for _, s := range []string{secInlineKey, secFileKey, secStaticKey, secBadToken, secBasicPass, secHTTPBearer} {
+	for _, s := range []string{secInlineKey, secFileKey, secStaticKey, secBadToken, secBasicPass, secHTTPBearer, secProxyPass} {
 		secrets[s[len(s)-10:]] = "end of a secret"
 	}
 	for _, tok := range captured {
@@ -493,7 +503,7 @@ func (e *secretsEnv) operatorCommands(t *testing.T, tr *transcript) {
 		runCmd(t, tr, strings.Join(args, " "), append([]string{cfg, "--log.level=debug"}, args...)...)
 	}
 	// The same with the platform failing.
-	for _, f := range []platformtest.FaultKind{platformtest.FaultUnauthorized401, platformtest.FaultHTML502, platformtest.FaultTruncatedJSON, platformtest.FaultResetConnection} {
+	for _, f := range []platformtest.FaultKind{platformtest.FaultUnauthorized401, platformtest.FaultHTML502, platformtest.FaultTruncatedJSON, platformtest.FaultResetConnection, platformtest.FaultUnsolicitedEcho} {
 		e.faults.SetFault("", "", platformtest.Fault{Kind: f})
 		for _, args := range runs {
 			runCmd(t, tr, strings.Join(args, " ")+" ("+f.String()+")", append([]string{cfg, "--log.level=debug"}, args...)...)

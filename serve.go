@@ -116,10 +116,7 @@ func runServe(ctx context.Context, o serveOptions, logger log.Logger, slogger *s
 func checkConfig(path string) int {
 	cfg, err := config.Load(path)
 	if err == nil { // the clients, as the exporter builds them (TLS files must parse); no request
-		var pool *client.Pool
-		if pool, err = client.NewPool(cfg, client.PoolOptions{}); err == nil {
-			pool.Close()
-		}
+		_, err = client.NewPool(cfg, client.PoolOptions{})
 	}
 	if limit, source := config.MemoryLimit(); err == nil && cfg.CheckMemory(limit) != nil {
 		err = fmt.Errorf("%w (%s)", cfg.CheckMemory(limit), source)

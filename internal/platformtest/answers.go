@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,6 +83,8 @@ func serveFault(w http.ResponseWriter, r *http.Request, appID, ep string, f Faul
 		serveEcho(w, r, appID, ep, statusOr(f.Status, http.StatusOK))
 	case FaultEndlessString, FaultEndlessList:
 		serveEndless(w, r, appID, ep, f)
+	case FaultUnsolicitedEcho:
+		serveUnsolicitedEcho(w, r, normal)
 	default:
 		normal(w)
 	}
@@ -142,6 +145,22 @@ func echoRequest(r *http.Request, pad int64) []byte {
 		}
 	}
 	return b.Bytes()
+}
+
+// serveUnsolicitedEcho answers FaultUnsolicitedEcho.
+func serveUnsolicitedEcho(w http.ResponseWriter, r *http.Request, normal func(http.ResponseWriter)) {
+	rec := httptest.NewRecorder()
+	normal(rec)
+	conn, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	body, echo := rec.Body.Bytes(), bytes.ReplaceAll(echoRequest(r, 0), []byte("\r\n"), []byte(" | "))
+	fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", rec.Code, http.StatusText(rec.Code), len(body), body)
+	fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nX-Echo: %s\r\nContent-Length: 0\r\n\r\n", echo)
+	_ = buf.Flush()
+	time.Sleep(300 * time.Millisecond) // the client has the connection back, idle
 }
 
 // serveEcho answers FaultEcho. The status line is written by hand on the

@@ -91,6 +91,11 @@ const (
 	// that never ends (or ends once the body holds Fault.Bytes > 0 bytes);
 	// the other endpoints as FaultEndlessString.
 	FaultEndlessList
+	// FaultUnsolicitedEcho answers normally, then writes on the same
+	// connection a second answer nobody asked for, whose X-Echo header is
+	// the text of FaultEchoRequest, and keeps the connection open a moment:
+	// net/http reads it on an idle connection, and logs what it read.
+	FaultUnsolicitedEcho
 )
 
 var faultNames = [...]string{
@@ -113,6 +118,7 @@ var faultNames = [...]string{
 	FaultEcho:            "echo",
 	FaultEndlessString:   "endlessstring",
 	FaultEndlessList:     "endlesslist",
+	FaultUnsolicitedEcho: "unsolicitedecho",
 }
 
 // String returns a short name of the fault kind.
