@@ -39,7 +39,7 @@ func StartDemo(ctx context.Context, logger log.Logger) (string, func(), error) {
 		cleanup()
 		return "", nil, err
 	}
-	go sim.Churn(ctx, 2*time.Second, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))) // #nosec G404 -- demo session churn, not a secret
+	go sim.Churn(ctx, time.Second, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))) // #nosec G404 -- demo session churn, not a secret
 	level.Info(logger).Log("msg", "Demo mode: serving a simulated platform", "base_url", base, "apps", len(apps), "config", path)
 	return path, cleanup, nil
 }
