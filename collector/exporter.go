@@ -98,12 +98,6 @@ func (e *Exporter) Apply(cfg *config.Config) error {
 	return nil
 }
 
-func (e *Exporter) app(name string) *appState {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.byName[name]
-}
-
 // AppClient returns the platform client of the named app (nil: unknown).
 func (e *Exporter) AppClient(name string) *client.Client {
 	if _, set := e.snapshot(nil); set.pool != nil {
@@ -115,7 +109,10 @@ func (e *Exporter) AppClient(name string) *client.Client {
 // FirstSeen returns when the session lifecycle first listed the session;
 // ok is false when it does not follow it (or the lifecycle is off).
 func (e *Exporter) FirstSeen(app, sessionID string) (_ time.Time, ok bool) {
-	if st := e.app(app); st != nil {
+	e.mu.RLock()
+	st := e.byName[app]
+	e.mu.RUnlock()
+	if st != nil {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		if st.life != nil {

@@ -11,16 +11,13 @@ import (
 	"github.com/duix-exporter/duix_exporter/client"
 )
 
-// Requests (/metrics, /probe) that want an app at the same time share its
-// fetch: a request reuses the app's last result when it is younger than
-// api.min_interval (how="cached") or landed after the request arrived
-// (how="in_flight"), else joins the fetch under way, or starts one, through
-// the app's singleflight.Group (how="in_flight" when it joined). A fetch
-// runs to its end, each call bounded by api.timeout and holding a slot of
-// api.max_concurrency; a request leaves at its own deadline and reports the
-// app down for itself alone, while the fetch goes on for the others and
-// records the platform's own outcome: no client can make the exporter count
-// an error.
+// Requests (/metrics, /probe) that want an app at the same time share its fetch: a request
+// reuses the app's last result when it is younger than api.min_interval (how="cached") or landed
+// after the request arrived (how="in_flight"), else joins the fetch under way, or starts one,
+// through the app's singleflight.Group (how="in_flight" when it joined). A fetch runs to its end,
+// each call bounded by api.timeout and holding a slot of api.max_concurrency; a request leaves at
+// its own deadline and reports the app down for itself alone, while the fetch goes on for the
+// others and records the platform's own outcome: no client can make the exporter count an error.
 
 // errRateLimited is a call not made while the platform's Retry-After applies.
 var errRateLimited = errors.New("not called while the platform's Retry-After applies")
@@ -71,18 +68,22 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	}
 	st.mu.Unlock()
 	r, begun := &result{started: e.opts.Now()}, time.Now()
-	var wg sync.WaitGroup
-	refreshed := st.flights.DoChan("refresh", func() (any, error) { // one at a time: an app's calls hold at most three slots
-		for _, id := range st.due(r.started, time.Duration(set.api.ConversationRefresh), time.Minute) {
-			var conv *conversationDetails
-			err := e.call(st, c, set, client.EndpointConversation, func(ctx context.Context) (err error) {
-				conv, err = client.GetConversation[conversationDetails](ctx, c, id)
-				return err
+	var wg, refresh sync.WaitGroup
+	if due := st.due(r.started, time.Duration(set.api.ConversationRefresh), time.Minute); len(due) > 0 {
+		refresh.Go(func() { // a flight of its own, one at a time: an app's calls hold at most three slots
+			<-st.flights.DoChan("refresh", func() (any, error) {
+				for _, id := range due {
+					var conv *conversationDetails
+					err := e.call(st, c, set, client.EndpointConversation, func(ctx context.Context) (err error) {
+						conv, err = client.GetConversation[conversationDetails](ctx, c, id)
+						return err
+					})
+					st.recordConversation(id, conv, err, e.opts.Now())
+				}
+				return nil, nil
 			})
-			st.recordConversation(id, conv, err, e.opts.Now())
-		}
-		return nil, nil
-	})
+		})
+	}
 	wg.Go(func() {
 		r.concErr = e.call(st, c, set, client.EndpointConcurrency, func(ctx context.Context) (err error) {
 			r.conc, err = c.Concurrency(ctx)
@@ -118,7 +119,7 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	wg.Wait()
 	r.duration = time.Since(begun)
 	st.record(r, list, listedAt) // a request leaving at its deadline takes r, however long the refresh
-	<-refreshed
+	refresh.Wait()
 	return r
 }
 
