@@ -23,7 +23,7 @@ const (
 )
 
 // SecretFileHook is told when a changed key, token, header or TLS file is refused (not a
-// regular file, too large, empty, unreadable, gone); err never holds its content.
+// regular file, too large, empty, more than one line, unreadable, gone); err never holds its content.
 type SecretFileHook func(kind, path string, err error)
 
 // secretFile is a key, token, header or TLS file, looked at once a minute and read
@@ -54,11 +54,7 @@ func (f *secretFile) read(now time.Time) (string, bool, error) {
 	if f.value != "" && (told || !reread && unchanged(st, f.good)) {
 		return f.value, false, nil
 	}
-	limit := config.MaxSecretFileBytes
-	if f.kind == SecretTLS {
-		limit = config.MaxTLSFileBytes
-	}
-	b, err := config.ReadSecretFile(f.path, limit)
+	b, err := config.ReadSecretFile(f.path, f.kind == SecretTLS)
 	if err != nil {
 		if !told {
 			f.hook(f.kind, f.path, err)
@@ -98,7 +94,7 @@ type tokenSource struct {
 }
 
 func newTokenSource(app config.App, auth string, now func() time.Time, hook SecretFileHook) *tokenSource {
-	s := &tokenSource{appID: app.AppID, auth: auth, last: &minted{}, ttl: time.Duration(app.TokenTTL), now: now, mint: app.UsesKey(), fixed: string(app.AppKey + app.Token)}
+	s := &tokenSource{appID: app.AppID, auth: auth, last: &minted{}, ttl: time.Duration(app.TokenTTL), now: now, mint: app.UsesKey(), fixed: strings.TrimSpace(string(app.AppKey + app.Token))}
 	if s.ttl <= 0 {
 		s.ttl = time.Duration(config.DefaultTokenTTL)
 	}

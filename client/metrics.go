@@ -29,13 +29,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"endpoint"}),
 		secretFileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "duix_exporter_secret_file_errors_total",
-			Help: "Times a changed app key file (kind=\"key\"), token file (\"token\"), file of http_headers (\"header\") or of tls_config (\"tls\") was refused (not a regular file, too large, empty, unreadable or gone); the last good one stays in use.",
+			Help: "Times a changed app key file (kind=\"key\"), token file (\"token\"), file of http_headers (\"header\") or of tls_config (\"tls\") was refused (not a regular file, too large, empty, more than one line, unreadable or gone); the last good one stays in use.",
 		}, []string{"kind"}),
 	}
-	m.secretFileErrors.WithLabelValues(SecretKey) // every series from the start
-	m.secretFileErrors.WithLabelValues(SecretToken)
-	m.secretFileErrors.WithLabelValues(SecretHeader)
-	m.secretFileErrors.WithLabelValues(SecretTLS)
+	for _, kind := range []string{SecretKey, SecretToken, SecretHeader, SecretTLS} { // every series from the start
+		m.secretFileErrors.WithLabelValues(kind)
+	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.duration, m.secretFileErrors)
 	}

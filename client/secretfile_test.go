@@ -162,6 +162,7 @@ func TestChangedSecretFilesAreReadAsCarefullyAsAtStart(t *testing.T) {
 		"over 64 KiB": func(p string) error { return os.WriteFile(p, []byte(big), 0o600) },
 		"empty":       func(p string) error { return os.WriteFile(p, []byte(" \n"), 0o600) },
 		"gone":        func(string) error { return nil },
+		"two lines":   func(p string) error { return os.WriteFile(p, []byte("line-one\r\nline-two\n"), 0o600) },
 	}
 	for _, kind := range []string{client.SecretKey, client.SecretToken} {
 		for name, makeBad := range bad {
@@ -257,9 +258,9 @@ func TestAfterARefusalABadFileIsLookedAtOnceAMinuteAgain(t *testing.T) {
 }
 
 // badFiles make, in a file's place, what is refused instead of a secret
-// file of at most limit bytes.
+// file of at most limit bytes (a TLS file's limit: it may hold lines).
 func badFiles(limit int) map[string]func(p string) error {
-	return map[string]func(p string) error{
+	bad := map[string]func(p string) error{
 		"too large": func(p string) error { return os.WriteFile(p, bytes.Repeat([]byte("h"), limit+1), 0o600) },
 		"empty":     func(p string) error { return os.WriteFile(p, []byte(" \n"), 0o600) },
 		"/dev/zero": func(p string) error { return os.Symlink("/dev/zero", p) },
@@ -267,6 +268,11 @@ func badFiles(limit int) map[string]func(p string) error {
 		"directory": func(p string) error { return os.Mkdir(p, 0o700) },
 		"gone":      func(string) error { return nil },
 	}
+	if limit < 4<<20 { // a value sent in a header: one line
+		bad["two lines"] = func(p string) error { return os.WriteFile(p, []byte("good-0123\nsecond-line\n"), 0o600) }
+		bad["a NUL byte"] = func(p string) error { return os.WriteFile(p, []byte("good\x000123\n"), 0o600) }
+	}
+	return bad
 }
 
 // poolWith builds, on the simulator's clock, the pool of one app against
@@ -377,25 +383,6 @@ func TestTLSFilesAreCheckedWhenThePoolIsBuilt(t *testing.T) {
 	require.NoError(t, os.WriteFile(bundle, bytes.Repeat(caPEM, 64<<10/len(caPEM)+1), 0o600))
 	_, _, _, err := poolWith(t, srv.URL, fmt.Sprintf("{tls_config: {ca_file: %q}}", bundle))
 	assert.NoError(t, err, "a CA bundle over 64 KiB")
-}
-
-// A file named both as a header file and as a TLS file is read as each,
-// under each one's bound, and a refusal is counted as each.
-func TestAFileOfAHeaderAndOfTLSIsReadAsEach(t *testing.T) {
-	srv := httptest.NewTLSServer(platformWithApp())
-	t.Cleanup(srv.Close)
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	file := filepath.Join(t.TempDir(), "bundle.pem")
-	require.NoError(t, os.WriteFile(file, caPEM, 0o600))
-	pool, reg, clock, err := poolWith(t, srv.URL, fmt.Sprintf("{tls_config: {ca_file: %q}, http_headers: {X-File: {files: [%[1]q]}}}", file))
-	require.NoError(t, err)
-
-	require.NoError(t, os.WriteFile(file, bytes.Repeat(caPEM, 4<<20/len(caPEM)+1), 0o600)) // over 4 MiB
-	clock.Add(time.Minute)
-	_, _ = pool.Client("a").Concurrency(context.Background()) // a PEM is no header value: the call fails, the files are read
-	for kind, want := range map[string]float64{client.SecretTLS: 1, client.SecretHeader: 1} {
-		assert.Equal(t, want, counterValue(t, reg, "duix_exporter_secret_file_errors_total", map[string]string{"kind": kind}), kind)
-	}
 }
 
 // A pool reads its key and token files when it is built, as the
@@ -509,4 +496,22 @@ func TestAReloadMintsFromTheKeyItRead(t *testing.T) {
 	reloaded := pool("rotated-key", old)
 	_, err = reloaded.Client("a").Concurrency(context.Background())
 	assert.NoError(t, err)
+}
+
+// An inline app key or token is trimmed as a file's content is: YAML's
+// block scalars end with a line break, which no header can carry.
+func TestInlineCredentialsAreTrimmed(t *testing.T) {
+	srv := httptest.NewServer(platformWithApp())
+	t.Cleanup(srv.Close)
+	tok, err := simulator.MintToken(appID, appKey, time.Now(), time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	for _, app := range []string{fmt.Sprintf("app_key: |\n      %s\n", appKey), fmt.Sprintf("token: %q", " "+tok+"\n")} {
+		cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\napps:\n  - name: a\n    app_id: %q\n    %s\n", srv.URL+simulator.BasePath, appID, app)), "")
+		require.NoError(t, err, app)
+		pool, err := client.NewPool(cfg, client.PoolOptions{})
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+		_, err = pool.Client("a").Concurrency(context.Background())
+		assert.NoError(t, err, app)
+	}
 }

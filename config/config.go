@@ -137,16 +137,7 @@ func (a App) UsesKey() bool {
 // it are resolved against the directory of the file once symbolic links
 // are followed.
 func Load(path string) (*Config, error) {
-	// Read as carefully as a secret file, and at most MaxConfigFileBytes.
-	f, err := openSecretFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading config file: %w", err)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxConfigFileBytes+1))
-	_ = f.Close()
-	if err == nil && len(data) > MaxConfigFileBytes {
-		err = fmt.Errorf("%q is larger than %d bytes", path, MaxConfigFileBytes)
-	}
+	data, err := readRegular(path, MaxConfigFileBytes) // as carefully as a secret file
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
 	}
@@ -171,8 +162,12 @@ func Load(path string) (*Config, error) {
 // pass ReadSecretFile (TLS files are read as the clients are built).
 func Parse(data []byte, dir string) (*Config, error) {
 	var cfg *Config // stays nil for an empty document
-	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.SetStrict(true)
+	if err := dec.Decode(&cfg); err != nil && err != io.EOF {
 		return nil, yamlError(err)
+	} else if err == nil && dec.Decode(new(any)) != io.EOF {
+		return nil, errors.New("parsing YAML: more than one document (a line --- after the first): the configuration is one document")
 	}
 	if cfg == nil {
 		cfg = &Config{API: DefaultAPI, Sessions: DefaultSessions, Janitor: DefaultJanitor}
@@ -400,9 +395,12 @@ func (a *API) validate() error {
 				return fmt.Errorf("api.http_client.http_headers: header %q must not be set: %s", name, perApp)
 			}
 			for _, path := range h.Files {
-				if _, err := ReadSecretFile(path, MaxSecretFileBytes); err != nil {
+				if _, err := ReadSecretFile(path, false); err != nil {
 					return fmt.Errorf("api.http_client.http_headers: header %q: %w", name, err)
 				}
+			}
+			if !oneLine(fmt.Sprint(h.Values, h.Secrets)) { // net/http would refuse to send it: every call would fail
+				return fmt.Errorf("api.http_client.http_headers: header %q: a value holds a line break or a control character", name)
 			}
 		}
 	}
@@ -429,8 +427,11 @@ func (a *App) validate() error {
 		}
 		return fmt.Errorf("exactly one of app_key, app_key_file, token, token_file must be set, found %s", found)
 	}
+	if !oneLine(strings.TrimSpace(string(a.AppKey + a.Token))) { // at most one is set
+		return fmt.Errorf("%s: holds more than one line or a control character", creds[0])
+	}
 	if path := a.AppKeyFile + a.TokenFile; path != "" { // at most one is set
-		if _, err := ReadSecretFile(path, MaxSecretFileBytes); err != nil { // a reload then keeps the last good secret in use
+		if _, err := ReadSecretFile(path, false); err != nil { // a reload then keeps the last good secret in use
 			return fmt.Errorf("%s: %w", creds[0], err)
 		}
 	}
@@ -469,45 +470,54 @@ const (
 
 // ReadSecretFile reads a key, token, header or TLS file: a regular file
 // (opened without blocking, so that a FIFO cannot hang the caller) of at
-// most maxBytes, not empty once trimmed; the error names the file, never its content.
-func ReadSecretFile(path string, maxBytes int) ([]byte, error) {
-	fd, err := openSecretFile(path)
-	if err != nil {
-		return nil, err
+// most MaxSecretFileBytes (a TLS file: MaxTLSFileBytes), not empty once
+// trimmed, one line unless a TLS file; the error names the file, never its content.
+func ReadSecretFile(path string, tls bool) ([]byte, error) {
+	maxBytes := MaxSecretFileBytes
+	if tls {
+		maxBytes = MaxTLSFileBytes
 	}
-	defer fd.Close()
-	b, err := io.ReadAll(io.LimitReader(fd, int64(maxBytes)+1))
+	b, err := readRegular(path, maxBytes)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("reading %s failed", path)
-	case len(b) > maxBytes:
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxBytes)
+		return nil, err
 	case len(bytes.TrimSpace(b)) == 0:
 		return nil, fmt.Errorf("%s is empty", path)
+	case !tls && !oneLine(string(bytes.TrimSpace(b))):
+		return nil, fmt.Errorf("%s holds more than one line or a control character", path)
 	}
 	return bytes.Clone(bytes.TrimSpace(b)), nil // not the rest of ReadAll's buffer
 }
 
-// openSecretFile opens a key, token, header or configuration file for
-// reading. It refuses what is not a regular file once symbolic links are
+// oneLine reports whether s holds no control character but tabs, as a header value must.
+func oneLine(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f })
+}
+
+// readRegular reads a key, token, header, TLS or configuration file of at
+// most maxBytes. It refuses what is not a regular file once symbolic links are
 // followed (a directory, a FIFO, /dev/zero), opens without blocking so that
 // a FIFO swapped in after the check cannot hang the caller, and checks the
 // opened file again.
-func openSecretFile(path string) (*os.File, error) {
+func readRegular(path string, maxBytes int) ([]byte, error) {
 	notRegular := fmt.Errorf("%q is not a regular file", path)
 	st, err := os.Stat(path)
 	if err != nil || !st.Mode().IsRegular() {
 		return nil, cmp.Or(err, notRegular)
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // #nosec G304 -- a key or token file named by the configuration
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // #nosec G304 -- a file named by the configuration or the command line
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
 	if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() {
-		_ = f.Close()
 		return nil, cmp.Or(err, notRegular)
 	}
-	return f, nil
+	b, err := io.ReadAll(io.LimitReader(f, int64(maxBytes)+1))
+	if err == nil && len(b) > maxBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxBytes)
+	}
+	return b, err
 }
 
 // yamlTypeNames turns the names of the decoding types in YAML errors into

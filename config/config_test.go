@@ -609,3 +609,55 @@ func TestHTTPClientTyposAndBlankCredentialsAreNamed(t *testing.T) {
 		assert.Contains(t, err.Error(), "found none", cred)
 	}
 }
+
+// The configuration is one YAML document: a second one (two files pasted
+// together) is refused, not silently ignored.
+func TestParseRefusesASecondDocument(t *testing.T) {
+	one := "apps: [{name: a, app_id: '1', app_key: k}]\n"
+	for _, doc := range []string{one + "---\napps: [{name: b, app_id: '2', app_key: " + secretMarker + "}]\n", one + "---\n", "---\n" + one + "---\n[\n"} {
+		_, err := Parse([]byte(doc), "")
+		require.Error(t, err, "%q", doc)
+		assert.Contains(t, err.Error(), "more than one document", "%q", doc)
+		assert.NotContains(t, err.Error(), secretMarker)
+	}
+	for _, doc := range []string{one, "---\n" + one, one + "...\n", "---\n" + one + "...\n# the end\n"} {
+		_, err := Parse([]byte(doc), "")
+		assert.NoError(t, err, "%q", doc)
+	}
+}
+
+// Key, token and header values are one line: net/http refuses a header
+// value with a line break or another control character, so every call
+// would fail (as a network error). They are refused at load, with the
+// field or file named and the value not echoed; a TLS file holds lines.
+func TestSecretValuesAreOneLine(t *testing.T) {
+	for _, app := range []string{`app_key: "` + secretMarker + `\nk2"`, `token: "` + secretMarker + `\u0000"`, `token: "a\rb"`} {
+		_, err := Parse([]byte("apps: [{name: a, app_id: '1', "+app+"}]"), "")
+		require.Error(t, err, app)
+		assert.Contains(t, err.Error(), "holds more than one line or a control character", app)
+		assert.NotContains(t, err.Error(), secretMarker)
+	}
+	for _, h := range []string{`values: ["a\nb"]`, `secrets: ["` + secretMarker + `\u007f"]`} {
+		_, err := Parse([]byte("api: {http_client: {http_headers: {X-Gate: {"+h+"}}}}\napps: [{name: a, app_id: '1', app_key: k}]"), "")
+		require.Error(t, err, h)
+		assert.Contains(t, err.Error(), `header "X-Gate": a value holds a line break or a control character`, h)
+		assert.NotContains(t, err.Error(), secretMarker)
+	}
+	_, err := Parse([]byte("api: {http_client: {http_headers: {X-Gate: {values: [\"a\\tb\"], secrets: [\""+secretMarker+"\"]}}}}\napps: [{name: a, app_id: '1', token: \"t\\n\"}]"), "")
+	assert.NoError(t, err, "a tab, and white space around a credential, are fine")
+
+	tmp := t.TempDir()
+	for name, content := range map[string]string{"key": "k1\nk2\n", "token": "t\x00\n", "header": secretMarker + "\r\nX-Injected: 1\n"} {
+		require.NoError(t, os.WriteFile(filepath.Join(tmp, name), []byte(content), 0o600))
+	}
+	for _, doc := range []string{
+		"apps: [{name: a, app_id: '1', app_key_file: key}]",
+		"apps: [{name: a, app_id: '1', token_file: token}]",
+		"api: {http_client: {http_headers: {X-Gate: {files: [header]}}}}\napps: [{name: a, app_id: '1', app_key: k}]",
+	} {
+		_, err := Parse([]byte(doc), tmp)
+		require.Error(t, err, doc)
+		assert.Contains(t, err.Error(), "holds more than one line or a control character", doc)
+		assert.NotContains(t, err.Error(), secretMarker)
+	}
+}

@@ -65,9 +65,7 @@ func NewHandler(exp *collector.Exporter, process prometheus.Gatherer, reload fun
 		}
 	}()
 	o.Logger = cmp.Or(o.Logger, log.NewNopLogger())
-	if o.WriteMargin <= 0 {
-		o.WriteMargin = DefaultWriteMargin
-	}
+	o.WriteMargin = cmp.Or(max(o.WriteMargin, 0), DefaultWriteMargin)
 	s := &scraper{exp: exp, o: o}
 	if o.MaxRequests > 0 {
 		s.slots = make(chan struct{}, o.MaxRequests)
