@@ -303,8 +303,7 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 		return env, transportError(err)
 	}
 	defer func() {
-		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10) // so that the connection may be reused
-		resp.Body.Close()
+		resp.Body.Close() // the connection is reused when the body was read to its end, else closed: a late end is not waited for
 		c.p.metrics.observe(endpoint, resp.StatusCode, time.Since(start))
 	}()
 	var e *Error

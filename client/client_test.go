@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1095,4 +1097,56 @@ func TestEndpointsAreAppendedToTheBasePathAsWritten(t *testing.T) {
 		assert.Equal(t, base+"/getconcurrentNumber", paths[len(paths)-1])
 		mu.Unlock()
 	}
+}
+
+// A complete answer whose body does not end (a Content-Length over what
+// is sent, a chunked body's last chunk late) is used as soon as its JSON
+// is read: nothing waits for the end, which would hold the call's slot
+// until api.timeout and make a healthy app miss its scrape.
+func TestACompleteAnswerIsNotHeldByALateEndOfItsBody(t *testing.T) {
+	const body = `{"code":"200","success":true,"data":{"cropId":"c","totalConcurrentNumber":5,"userConcurrentNumber":1}}`
+	for name, contentLength := range map[string]string{"content-length": strconv.Itoa(len(body) + 100), "chunked": ""} {
+		t.Run(name, func(t *testing.T) {
+			release := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if contentLength != "" {
+					w.Header().Set("Content-Length", contentLength)
+				}
+				_, _ = io.WriteString(w, body)
+				w.(http.Flusher).Flush()
+				select { // the rest never comes while the test runs
+				case <-r.Context().Done():
+				case <-release:
+				}
+			}))
+			t.Cleanup(srv.Close)
+			t.Cleanup(func() { close(release) }) // before the server closes
+			cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q, timeout: 1h}\napps: [{name: a, app_id: %q, app_key: %q}]\n", srv.URL+simulator.BasePath, appID, appKey)), "")
+			require.NoError(t, err)
+			pool, err := client.NewPool(cfg, client.PoolOptions{})
+			require.NoError(t, err)
+			t.Cleanup(pool.Close)
+			var got *client.Concurrency
+			returnsWithin(t, func() { got, err = pool.Client("a").Concurrency(context.Background()) })
+			require.NoError(t, err)
+			assert.Equal(t, int64(5), got.TotalConcurrentNumber)
+		})
+	}
+}
+
+// A call whose context is cancelled (Ctrl-C in an operator command) says
+// so, rather than looking like a network failure with no detail.
+func TestACancelledCallSaysSo(t *testing.T) {
+	srv := httptest.NewServer(platformWithApp())
+	t.Cleanup(srv.Close)
+	cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\napps: [{name: a, app_id: %q, app_key: %q}]\n", srv.URL+simulator.BasePath, appID, appKey)), "")
+	require.NoError(t, err)
+	pool, err := client.NewPool(cfg, client.PoolOptions{})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = pool.Client("a").Concurrency(ctx)
+	require.Error(t, err)
+	assert.Equal(t, "getconcurrentNumber (app a): network: canceled (interrupted)", err.Error())
 }

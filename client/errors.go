@@ -94,6 +94,8 @@ func transportError(err error) *Error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
 		e.Reason, e.detail = ReasonTimeout, "deadline exceeded"
+	case errors.Is(err, context.Canceled):
+		e.detail = "canceled (interrupted)"
 	case errors.As(err, &errno):
 		e.detail = errno.Error()
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):

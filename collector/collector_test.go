@@ -225,8 +225,10 @@ func TestASlowConversationRefreshDoesNotTakeTheAppDown(t *testing.T) {
 		assert.NotContains(t, rec.Body.String(), "duix_conversation_info", "not known yet")
 	}
 
-	e.gate.release()
-	assert.Contains(t, e.scrapeText(t, context.Background()), `duix_conversation_max_concurrent{app="a",conversation_id="c1"} 2`)
+	e.gate.release() // the refresh lands, in its own time: a scrape after it has the details
+	assert.Eventually(t, func() bool {
+		return strings.Contains(e.scrapeText(t, context.Background()), `duix_conversation_max_concurrent{app="a",conversation_id="c1"} 2`)
+	}, time.Minute, time.Millisecond)
 }
 
 // api.max_concurrency bounds the calls in flight across reloads: a reload
