@@ -202,7 +202,7 @@ func runSessionsStop(ctx context.Context, env *cli, o sessionsStopOptions) int {
 			return env.failf(exitDeclined, "not stopping session %s of app %s: stdin is not a terminal, so there is no one to confirm; pass --yes to stop it without asking", o.session, o.app)
 		}
 		describeSession(ctx, env, c, o)
-		if !confirm(env, fmt.Sprintf("Stop session %s of app %s? This ends the call.", o.session, o.app)) {
+		if !confirm(ctx, env, fmt.Sprintf("Stop session %s of app %s? This ends the call.", o.session, o.app)) {
 			return env.failf(exitDeclined, "not confirmed: session %s of app %s was not stopped", o.session, o.app)
 		}
 	}
@@ -255,15 +255,28 @@ func isTerminal(env *cli) bool {
 }
 
 // confirm asks question on stderr and reads the answer from stdin: only
-// "y" or "yes" (any case) confirms.
-func confirm(env *cli, question string) bool {
+// "y" or "yes" (any case) confirms. Ctrl-C (ctx ending) while it waits is
+// no: the read of the terminal is left behind, not waited for.
+func confirm(ctx context.Context, env *cli, question string) bool {
 	fmt.Fprintf(env.stderr, "%s [y/N] ", question)
-	answer, err := bufio.NewReader(env.stdin).ReadString('\n')
-	answer = strings.ToLower(strings.TrimSpace(answer))
-	if answer == "y" || answer == "yes" {
-		return true
+	type line struct {
+		text string
+		err  error
 	}
-	if err != nil {
+	read := make(chan line, 1)
+	go func() {
+		s, err := bufio.NewReader(env.stdin).ReadString('\n')
+		read <- line{strings.ToLower(strings.TrimSpace(s)), err}
+	}()
+	select {
+	case l := <-read:
+		if l.text == "y" || l.text == "yes" {
+			return true
+		}
+		if l.err != nil {
+			fmt.Fprintln(env.stderr)
+		}
+	case <-ctx.Done():
 		fmt.Fprintln(env.stderr)
 	}
 	return false

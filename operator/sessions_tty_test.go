@@ -3,13 +3,18 @@
 package operator
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 	"unsafe"
 
+	"github.com/alecthomas/kingpin/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -115,4 +120,61 @@ func TestSessionsStopManyAsksOnceOnATerminal(t *testing.T) {
 	assert.Equal(t, allPrompt, res.stderr)
 	assert.Contains(t, res.stdout, `closed every session of app support-desk: the platform answered code "200", data {"count":3}`)
 	assert.Zero(t, p.sim.InUse(app))
+}
+
+// lockedBuffer is a bytes.Buffer that a command writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Ctrl-C at the question (the daemon's signal handling ends the command's
+// context) is no: the command returns at once, not confirmed, nothing
+// stopped, and a "y" typed later has nothing left to confirm.
+func TestCtrlCAtTheQuestionIsNo(t *testing.T) {
+	p := startPlatform(t)
+	p.startOld(t, "support-desk", "1081", 5*time.Hour)
+	for _, args := range [][]string{{"--all"}, {"--older-than=2h"}, {"--session=" + p.sim.Sessions(p.id("museum-guide"))[0].ID}} {
+		master, tty := openPTY(t) // a terminal where nobody types yet
+		ctx, cancel := context.WithCancel(context.Background())
+		var stdout, stderr lockedBuffer
+		app := kingpin.New("duix_exporter", "")
+		app.Terminate(nil)
+		cmds := Register(app)
+		appName := "support-desk"
+		if strings.HasPrefix(args[0], "--session") {
+			appName = "museum-guide"
+		}
+		cmd, err := app.Parse(append([]string{"sessions", "stop", "--app=" + appName}, args...))
+		require.NoError(t, err)
+		done := make(chan int, 1)
+		go func() {
+			code, _ := cmds.Run(ctx, cmd, Env{Program: "duix_exporter", ConfigFile: p.config, Stdin: tty, Stdout: &stdout, Stderr: &stderr})
+			done <- code
+		}()
+		require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "[y/N] ") }, time.Minute, time.Millisecond, "the question is asked")
+		cancel() // Ctrl-C
+		select {
+		case code := <-done:
+			assert.Equal(t, exitDeclined, code, "%v", args)
+			assert.Contains(t, stderr.String(), "not confirmed", "%v", args)
+		case <-time.After(time.Minute):
+			t.Fatalf("%v: still waiting at the question after Ctrl-C", args)
+		}
+		_, err = master.WriteString("y\n")
+		require.NoError(t, err)
+	}
+	assert.Zero(t, p.sim.Requests(simulator.EndpointStop)+p.sim.Requests(simulator.EndpointStopAll), "nothing was stopped")
 }

@@ -91,7 +91,7 @@ func runStopOlderThan(ctx context.Context, env *cli, o sessionsStopOptions, age 
 		if !isTerminal(env) {
 			return env.failf(exitDeclined, "not stopping %d session(s) of app %s: stdin is not a terminal, so there is no one to confirm; pass --yes to stop them without asking", len(old), o.app)
 		}
-		if !confirm(env, fmt.Sprintf("Stop these %d session(s) of app %s? This ends their calls.", len(old), o.app)) {
+		if !confirm(ctx, env, fmt.Sprintf("Stop these %d session(s) of app %s? This ends their calls.", len(old), o.app)) {
 			return env.failf(exitDeclined, "not confirmed: no session of app %s was stopped", o.app)
 		}
 	}
@@ -160,7 +160,7 @@ func runStopAll(ctx context.Context, env *cli, o sessionsStopOptions) int {
 		if !isTerminal(env) {
 			return env.failf(exitDeclined, "not closing the sessions of app %s: stdin is not a terminal, so there is no one to confirm; pass --yes to close them without asking", o.app)
 		}
-		if !confirm(env, fmt.Sprintf("Close every session of app %s (%d listed)? This ends all its calls.", o.app, listed)) {
+		if !confirm(ctx, env, fmt.Sprintf("Close every session of app %s (%d listed)? This ends all its calls.", o.app, listed)) {
 			return env.failf(exitDeclined, "not confirmed: no session of app %s was stopped", o.app)
 		}
 	}
