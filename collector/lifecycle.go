@@ -23,6 +23,7 @@ type tracked struct{ start, firstSeen, lastSeen time.Time }
 // lifecycle is an app's sessions as last listed, and what was observed.
 type lifecycle struct {
 	baseline  bool // a list was seen: later new sessions have started
+	whole     bool // the last list was not cut: a session not in it has started
 	active    map[string]tracked
 	lastAt    time.Time // time and length of the last list, for the
 	lastCount int       // integral of active sessions over time
@@ -34,10 +35,11 @@ type lifecycle struct {
 }
 
 // observe compares a successful list of total entries, fetched at now and
-// starting with list, with the one before; the first one is the baseline.
-// At most limit sessions with an ID are followed.
+// starting with list, with the one before (the first is the baseline). At
+// most limit sessions with an ID are followed: a list cut there ends none.
 func (l *lifecycle) observe(list []seenSession, total int, now time.Time, limit int) {
 	l.untracked += uint64(max(total-len(list), 0))
+	cut := len(list) < total && len(list) >= limit // the fetch kept limit entries
 	if dt := now.Sub(l.lastAt).Seconds(); l.baseline && dt > 0 {
 		// Trapezoid: sessions listed at both ends count for the whole
 		// interval, those listed at one end only for half of it.
@@ -46,7 +48,7 @@ func (l *lifecycle) observe(list []seenSession, total int, now time.Time, limit 
 	next := make(map[string]tracked, len(list))
 	for _, s := range list {
 		if s.id == "" || len(next) >= limit {
-			l.untracked++
+			l.untracked, cut = l.untracked+1, cut || s.id != ""
 			continue
 		}
 		if _, dup := next[s.id]; dup {
@@ -58,7 +60,7 @@ func (l *lifecycle) observe(list []seenSession, total int, now time.Time, limit 
 			if !s.start.IsZero() && !s.start.After(now) {
 				t.start = s.start
 			}
-			if l.baseline {
+			if l.baseline && l.whole {
 				l.started++
 			}
 		}
@@ -66,7 +68,7 @@ func (l *lifecycle) observe(list []seenSession, total int, now time.Time, limit 
 		next[s.id] = t
 	}
 	for id, t := range l.active {
-		if _, still := next[id]; !still {
+		if _, still := next[id]; !still && !cut {
 			d := t.lastSeen.Sub(t.start).Seconds()
 			for i := slices.IndexFunc(sessionDurationBuckets, func(le float64) bool { return d <= le }); i >= 0 && i < len(l.buckets); i++ {
 				l.buckets[i]++
@@ -74,7 +76,7 @@ func (l *lifecycle) observe(list []seenSession, total int, now time.Time, limit 
 			l.ended, l.sum = l.ended+1, l.sum+d
 		}
 	}
-	l.active, l.lastAt, l.lastCount, l.baseline = next, now, total, true
+	l.active, l.lastAt, l.lastCount, l.baseline, l.whole = next, now, total, true, !cut
 }
 
 // oldestAge is the age of the oldest active session at now; 0 when none.

@@ -37,6 +37,19 @@ func TestLifecycleRules(t *testing.T) {
 		assert.Equal(t, uint64(0), l.started)
 		assert.Equal(t, 50.0, l.seconds, "session-seconds count every listed entry")
 	})
+	t.Run("a list cut at the cap ends none, and the list after it starts none", func(t *testing.T) {
+		var l lifecycle
+		l.observe(list("a", "b"), 3, at(0), 2)  // the baseline; one past the cap
+		l.observe(list("b", "c"), 3, at(10), 2) // a may still be listed past the cap
+		l.observe(list("c", "a"), 3, at(20), 2) // as c and a may have been
+		assert.Zero(t, l.started)
+		assert.Zero(t, l.ended)
+		l.observe(list("a", "b"), 2, at(30), 2) // whole: c ended; b was listed before
+		assert.Zero(t, l.started)
+		assert.Equal(t, uint64(1), l.ended)
+		l.observe(list("a", "b", "d"), 3, at(40), 3) // after a whole list: d started
+		assert.Equal(t, uint64(1), l.started)
+	})
 	t.Run("records without an ID are not followed", func(t *testing.T) {
 		var l lifecycle
 		l.observe([]seenSession{{id: ""}, {id: "a"}}, 2, at(0), 10)

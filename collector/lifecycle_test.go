@@ -144,3 +144,33 @@ func TestLifecycleDoesNotKeepOverlongSessionIDs(t *testing.T) {
 	assert.Equal(t, "1", sample(body, `duix_app_active_sessions{app="a"}`))
 	assert.Equal(t, "1", sample(body, `duix_app_sessions_untracked_total{app="a"}`))
 }
+
+// Over sessions.max_tracked the list is cut: a followed session missing
+// from the part kept may still be listed, and one entering it may have been
+// listed before. A cut list ends none, the list after it starts none; the
+// end of a session is counted once a whole list shows it.
+func TestLifecycleOverMaxTrackedCountsNoFalseStartsOrEnds(t *testing.T) {
+	e := newEnv(t, appDef{name: "a", id: "1", key: "k1", allowance: 10})
+	e.cfg.Sessions.MaxTracked = 2
+	require.NoError(t, e.exp.Apply(e.cfg))
+	var ids []string
+	for range 3 {
+		id, err := e.sim.StartSession("1", "")
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	e.scrapeText(t, context.Background()) // the baseline: 3 listed, 2 followed
+	e.clk.Add(15 * time.Second)
+	require.True(t, e.sim.EndSession("1", ids[0])) // one ends, none starts: the list is whole again
+	body := e.scrapeText(t, context.Background())
+	assert.Equal(t, "1", sample(body, `duix_app_sessions_ended_total{app="a"}`))
+	assert.Equal(t, "0", sample(body, `duix_app_sessions_started_total{app="a"}`), "no session started")
+
+	require.True(t, e.sim.EndSession("1", ids[1]))
+	_, err := e.sim.StartSession("1", "") // 2 listed: whole, after a whole list
+	require.NoError(t, err)
+	e.clk.Add(15 * time.Second)
+	body = e.scrapeText(t, context.Background())
+	assert.Equal(t, "2", sample(body, `duix_app_sessions_ended_total{app="a"}`))
+	assert.Equal(t, "1", sample(body, `duix_app_sessions_started_total{app="a"}`))
+}
