@@ -529,3 +529,29 @@ func TestJanitorOffByDefault(t *testing.T) {
 	_, metrics := p.get(t, "/metrics")
 	assert.NotContains(t, metrics, "duix_janitor_")
 }
+
+// A SIGHUP that arrives while the first configuration loads (a
+// configuration reloader racing the start) is a reload once it has loaded:
+// it does not end the process. 5000 apps take a while to load.
+func TestASIGHUPDuringTheStartIsAReload(t *testing.T) {
+	t.Parallel()
+	cfgPath := filepath.Join(t.TempDir(), "duix.yml")
+	var b strings.Builder
+	b.WriteString("apps:\n")
+	for i := range 5000 {
+		fmt.Fprintf(&b, "  - {name: app-%d, app_id: \"%d\", app_key: KEY-%d, conversations: [c%d]}\n", i, i, i, i)
+	}
+	require.NoError(t, os.WriteFile(cfgPath, []byte(b.String()), 0o600))
+	proc, err := platformtest.StartProcess("exporter", exec.Command(binary, "--web.listen-address="+platformtest.FreeAddr(t), "--config.file="+cfgPath))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proc.Stop(hangTimeout) })
+	require.Eventually(t, func() bool { return strings.Contains(proc.Out.String(), "Starting duix_exporter") }, hangTimeout, time.Millisecond)
+	require.NoError(t, proc.Cmd.Process.Signal(syscall.SIGHUP))
+	listening := func() bool { return strings.Contains(proc.Out.String(), "Listening on") }
+	select {
+	case <-proc.Done():
+		t.Fatalf("the exporter exited: %v\n%s", proc.Err(), proc.Out.String())
+	case <-time.After(time.Second): // then it still runs, and serves
+		require.Eventually(t, listening, hangTimeout, 10*time.Millisecond, "the exporter serves\n%s", proc.Out.String())
+	}
+}

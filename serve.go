@@ -42,6 +42,8 @@ func runServe(ctx context.Context, o serveOptions, logger log.Logger, slogger *s
 	if o.checkOnly {
 		return checkConfig(o.configFile)
 	}
+	hup := make(chan os.Signal, 1) // from the start: a SIGHUP while the first configuration loads reloads it after, not exits
+	signal.Notify(hup, syscall.SIGHUP)
 	// One CPU by default, as node_exporter; the GC at Go's defaults (and GOMEMLIMIT).
 	if o.maxProcs > 0 {
 		runtime.GOMAXPROCS(o.maxProcs)
@@ -84,8 +86,6 @@ func runServe(ctx context.Context, o serveOptions, logger log.Logger, slogger *s
 	}
 
 	reload := func() error { return sc.ReloadConfig(o.configFile, logger) } // logs why it failed
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
 		for range hup { // until the process ends
 			_ = reload()
