@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -114,8 +115,11 @@ func (s *scraper) handler(process prometheus.Gatherer, apps func(*http.Request) 
 // probeApp picks the one app of /probe?app=NAME. Only configured names
 // are accepted; the request never chooses a URL or a credential.
 func (s *scraper) probeApp(r *http.Request) ([]string, error) {
-	names := r.URL.Query()["app"]
+	q, err := url.ParseQuery(r.URL.RawQuery) // URL.Query drops what does not parse: it could hide a second app
+	names := q["app"]
 	switch {
+	case err != nil:
+		return nil, errors.New("the query does not parse (a bad %-escape or a semicolon): use /probe?app=NAME")
 	case len(names) == 0 || names[0] == "":
 		return nil, errors.New("the app parameter is missing: use /probe?app=NAME with a name from the configuration")
 	case len(names) > 1:

@@ -50,16 +50,19 @@ func TestProbeAcceptsOneConfiguredNameOnly(t *testing.T) {
 	s := serve(t, p.config, Options{})
 	long := strings.Repeat("\x1b[31m<script>", 1000)
 	for q, want := range map[string]string{
-		"":                                   "the app parameter is missing",
-		"?app=":                              "the app parameter is missing",
-		"?target=https://example.com":        "the app parameter is missing",
-		"?app=museum-guide&app=sales-avatar": "give exactly one app parameter",
-		"?app=no-such-app":                   `unknown app "no-such-app": not in the configuration`,
-		"?app=%zz":                           "the app parameter is missing",
-		"?app=museum-guide%00":               `unknown app "museum-guide\x00"`,
-		"?app=museum-guide&app=":             "give exactly one app parameter",
-		"?app=museum-guide;app=sales-avatar": "the app parameter is missing",
-		"?app=MUSEUM-GUIDE":                  `unknown app "MUSEUM-GUIDE"`,
+		"":                                     "the app parameter is missing",
+		"?app=":                                "the app parameter is missing",
+		"?target=https://example.com":          "the app parameter is missing",
+		"?app=museum-guide&app=sales-avatar":   "give exactly one app parameter",
+		"?app=no-such-app":                     `unknown app "no-such-app": not in the configuration`,
+		"?app=%zz":                             "the query does not parse",
+		"?app=museum-guide&app=%zz":            "the query does not parse",
+		"?app=%zz&app=museum-guide":            "the query does not parse",
+		"?app=museum-guide&app=sales-avatar;x": "the query does not parse",
+		"?app=museum-guide%00":                 `unknown app "museum-guide\x00"`,
+		"?app=museum-guide&app=":               "give exactly one app parameter",
+		"?app=museum-guide;app=sales-avatar":   "the query does not parse",
+		"?app=MUSEUM-GUIDE":                    `unknown app "MUSEUM-GUIDE"`,
 		"?app=" + strings.ReplaceAll(long, "\x1b", "%1b"): `unknown app "\x1b[31m<script>`,
 	} {
 		code, body := s.get(t, "/probe"+q)
