@@ -515,3 +515,19 @@ func TestInlineCredentialsAreTrimmed(t *testing.T) {
 		assert.NoError(t, err, app)
 	}
 }
+
+// A key or token file that begins with a byte order mark (as some editors
+// write) is read without it: the mark is no part of the secret.
+func TestAByteOrderMarkIsNoPartOfASecret(t *testing.T) {
+	srv := httptest.NewServer(platformWithApp())
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "key"), []byte("\uFEFF"+appKey+"\r\n"), 0o600))
+	cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\napps: [{name: a, app_id: %q, app_key_file: key}]\n", srv.URL+simulator.BasePath, appID)), dir)
+	require.NoError(t, err)
+	pool, err := client.NewPool(cfg, client.PoolOptions{})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	_, err = pool.Client("a").Concurrency(context.Background())
+	assert.NoError(t, err)
+}

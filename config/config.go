@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -44,6 +43,7 @@ const (
 	MinMaxResponseBytes = int64(1024)
 	MaxMaxResponseBytes = int64(1 << 30) // so that the memory check cannot overflow
 	MaxConfigFileBytes  = 16 << 20
+	MaxConfigItems      = 250000 // lines and flow items: the YAML tree of each costs about 100 bytes
 )
 
 var (
@@ -161,6 +161,9 @@ func Load(path string) (*Config, error) {
 // alone when dir is empty). Key, token and header files are read, and must
 // pass ReadSecretFile (TLS files are read as the clients are built).
 func Parse(data []byte, dir string) (*Config, error) {
+	if n := bytes.Count(data, []byte("\n")) + bytes.Count(data, []byte(",")) + bytes.Count(data, []byte("[")) + bytes.Count(data, []byte("{")); n > MaxConfigItems {
+		return nil, fmt.Errorf("parsing YAML: %d lines and flow items, more than %d: too large to parse within the memory the exporter is sized for", n, MaxConfigItems)
+	}
 	var cfg *Config // stays nil for an empty document
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.SetStrict(true)
@@ -252,7 +255,7 @@ func (a *App) UnmarshalYAML(unmarshal func(any) error) error {
 	if err := unmarshal((*plainApp)(a)); err != nil {
 		where := "apps entry"
 		if a.Name != "" {
-			where = fmt.Sprintf("app %q", a.Name)
+			where = fmt.Sprintf("app %.64q", a.Name)
 		}
 		return locateError(where, err)
 	}
@@ -267,23 +270,6 @@ func (a *App) UnmarshalYAML(unmarshal func(any) error) error {
 func (a *AppJanitor) UnmarshalYAML(unmarshal func(any) error) error {
 	type appJanitorFields AppJanitor
 	return locateError("janitor", unmarshal((*appJanitorFields)(a)))
-}
-
-// rule is one check of a field: when bad, the error names the field, what
-// it must be and the value it has.
-type rule struct {
-	bad         bool
-	field, want string
-	got         any
-}
-
-func firstBroken(rules ...rule) error {
-	for _, r := range rules {
-		if r.bad {
-			return fmt.Errorf("%s: %s, got %v", r.field, r.want, r.got)
-		}
-	}
-	return nil
 }
 
 // field is a setting's name and whether it is set.
@@ -306,13 +292,14 @@ func (c *Config) validate() error {
 	if err := c.API.validate(); err != nil {
 		return err
 	}
-	tracked, j := c.Sessions.MaxTracked, c.Janitor
-	if err := firstBroken(
-		rule{tracked < 1 || tracked > 1000000, "sessions.max_tracked", "must be between 1 and 1000000", tracked},
-		rule{j.MaxStopsPerHour < 1 || j.MaxStopsPerHour > 10000, "janitor.max_stops_per_hour", "must be between 1 and 10000", j.MaxStopsPerHour},
-		rule{!alertNameRE.MatchString(j.AlertName), "janitor.alert_name", "must be an alert name matching " + alertNameRE.String(), strconv.Quote(j.AlertName)},
-	); err != nil {
-		return err
+	// An error names the field, what it must be and the value it has.
+	switch tracked, j := c.Sessions.MaxTracked, c.Janitor; {
+	case tracked < 1 || tracked > 1000000:
+		return fmt.Errorf("sessions.max_tracked: must be between 1 and 1000000, got %d", tracked)
+	case j.MaxStopsPerHour < 1 || j.MaxStopsPerHour > 10000:
+		return fmt.Errorf("janitor.max_stops_per_hour: must be between 1 and 10000, got %d", j.MaxStopsPerHour)
+	case !alertNameRE.MatchString(j.AlertName):
+		return fmt.Errorf("janitor.alert_name: must be an alert name matching %s, got %.64q", alertNameRE, j.AlertName)
 	}
 	if len(c.Apps) == 0 {
 		return errors.New("at least one app is required")
@@ -324,7 +311,7 @@ func (c *Config) validate() error {
 			return fmt.Errorf("apps[%d]: name is required", i)
 		}
 		if !appNameRE.MatchString(a.Name) {
-			return fmt.Errorf("apps[%d]: name %q is not valid: it must match %s", i, a.Name, appNameRE)
+			return fmt.Errorf("apps[%d]: name %.64q is not valid: it must match %s", i, a.Name, appNameRE)
 		}
 		prefix := fmt.Sprintf("app %q (apps[%d])", a.Name, i)
 		if j, ok := names[a.Name]; ok {
@@ -356,18 +343,17 @@ func (a *API) validate() error {
 	}
 	a.BaseURL = strings.TrimRight(a.BaseURL, "/")
 
-	// Durations are never negative: model.Duration does not parse them.
-	if err := firstBroken(
-		rule{a.AuthHeader != AuthHeaderAuthorization && a.AuthHeader != AuthHeaderToken,
-			"api.auth_header", fmt.Sprintf("must be %q or %q", AuthHeaderAuthorization, AuthHeaderToken), "another value"}, // a token pasted here is not echoed
-		rule{a.Timeout == 0, "api.timeout", "must be greater than 0", a.Timeout},
-		rule{a.MaxConcurrency < 1 || a.MaxConcurrency > MaxMaxConcurrency,
-			"api.max_concurrency", fmt.Sprintf("must be between 1 and %d", MaxMaxConcurrency), a.MaxConcurrency},
-		rule{a.MaxResponseBytes < MinMaxResponseBytes || a.MaxResponseBytes > MaxMaxResponseBytes,
-			"api.max_response_bytes", fmt.Sprintf("must be between %d and %d", MinMaxResponseBytes, MaxMaxResponseBytes), a.MaxResponseBytes},
-		rule{a.ConversationRefresh == 0, "api.conversation_refresh", "must be greater than 0", a.ConversationRefresh},
-	); err != nil {
-		return err
+	switch { // durations are never negative: model.Duration does not parse them
+	case a.AuthHeader != AuthHeaderAuthorization && a.AuthHeader != AuthHeaderToken: // a token pasted here is not echoed
+		return fmt.Errorf("api.auth_header: must be %q or %q, got another value", AuthHeaderAuthorization, AuthHeaderToken)
+	case a.Timeout == 0:
+		return errors.New("api.timeout: must be greater than 0, got 0s")
+	case a.MaxConcurrency < 1 || a.MaxConcurrency > MaxMaxConcurrency:
+		return fmt.Errorf("api.max_concurrency: must be between 1 and %d, got %d", MaxMaxConcurrency, a.MaxConcurrency)
+	case a.MaxResponseBytes < MinMaxResponseBytes || a.MaxResponseBytes > MaxMaxResponseBytes:
+		return fmt.Errorf("api.max_response_bytes: must be between %d and %d, got %d", MinMaxResponseBytes, MaxMaxResponseBytes, a.MaxResponseBytes)
+	case a.ConversationRefresh == 0:
+		return errors.New("api.conversation_refresh: must be greater than 0, got 0s")
 	}
 
 	hc := a.HTTPClientConfig
@@ -392,15 +378,15 @@ func (a *API) validate() error {
 	if hc.HTTPHeaders != nil {
 		for name, h := range hc.HTTPHeaders.Headers {
 			if strings.EqualFold(name, "Authorization") || strings.EqualFold(name, "Token") {
-				return fmt.Errorf("api.http_client.http_headers: header %q must not be set: %s", name, perApp)
+				return fmt.Errorf("api.http_client.http_headers: header %.64q must not be set: %s", name, perApp)
 			}
 			for _, path := range h.Files {
 				if _, err := ReadSecretFile(path, false); err != nil {
-					return fmt.Errorf("api.http_client.http_headers: header %q: %w", name, err)
+					return fmt.Errorf("api.http_client.http_headers: header %.64q: %w", name, err)
 				}
 			}
 			if !oneLine(fmt.Sprint(h.Values, h.Secrets)) { // net/http would refuse to send it: every call would fail
-				return fmt.Errorf("api.http_client.http_headers: header %q: a value holds a line break or a control character", name)
+				return fmt.Errorf("api.http_client.http_headers: header %.64q: a value holds a line break or a control character", name)
 			}
 		}
 	}
@@ -453,9 +439,9 @@ func (a *App) validate() error {
 		case !utf8.ValidString(id): // it labels series
 			return fmt.Errorf("conversations[%d]: not valid UTF-8", i)
 		case id != strings.TrimSpace(id):
-			return fmt.Errorf("conversations[%d]: %q has leading or trailing white space", i, id)
+			return fmt.Errorf("conversations[%d]: %.64q has leading or trailing white space", i, id)
 		case dup:
-			return fmt.Errorf("conversations[%d]: duplicate conversation ID %q (also conversations[%d])", i, id, j)
+			return fmt.Errorf("conversations[%d]: duplicate conversation ID %.64q (also conversations[%d])", i, id, j)
 		}
 		seen[id] = i
 	}
@@ -478,15 +464,16 @@ func ReadSecretFile(path string, tls bool) ([]byte, error) {
 		maxBytes = MaxTLSFileBytes
 	}
 	b, err := readRegular(path, maxBytes)
+	b = bytes.TrimSpace(bytes.TrimPrefix(b, []byte("\uFEFF"))) // a byte order mark (some editors write one) is no part of a secret
 	switch {
 	case err != nil:
 		return nil, err
-	case len(bytes.TrimSpace(b)) == 0:
+	case len(b) == 0:
 		return nil, fmt.Errorf("%s is empty", path)
-	case !tls && !oneLine(string(bytes.TrimSpace(b))):
+	case !tls && !oneLine(string(b)):
 		return nil, fmt.Errorf("%s holds more than one line or a control character", path)
 	}
-	return bytes.Clone(bytes.TrimSpace(b)), nil // not the rest of ReadAll's buffer
+	return bytes.Clone(b), nil // not the rest of ReadAll's buffer
 }
 
 // oneLine reports whether s holds no control character but tabs, as a header value must.

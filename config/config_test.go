@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -660,4 +661,47 @@ func TestSecretValuesAreOneLine(t *testing.T) {
 		assert.Contains(t, err.Error(), "holds more than one line or a control character", doc)
 		assert.NotContains(t, err.Error(), secretMarker)
 	}
+}
+
+// A value the configuration quotes in an error (a name, a conversation ID,
+// a header name) is cut to 64 characters: a pasted blob makes no
+// megabyte log line.
+func TestErrorsQuoteAtMost64Characters(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	for _, doc := range []string{
+		"apps: [{name: " + long + ", app_id: '1', app_key: k}]",
+		"apps: [{name: a, app_id: '1', app_key: k, conversations: [" + long + ", " + long + "]}]",
+		"apps: [{name: a, app_id: '1', app_key: k, conversations: ['" + long + " ']}]",
+		"api: {http_client: {http_headers: {" + long + ": {values: [\"a\\nb\"]}}}}\napps: [{name: a, app_id: '1', app_key: k}]",
+		"janitor: {alert_name: '" + long + "-'}\napps: [{name: a, app_id: '1', app_key: k}]",
+		"apps: [{name: " + long + ", app_id: '1', app_key: k, token_ttl: 1y2}]",
+	} {
+		_, err := Parse([]byte(doc), "")
+		require.Error(t, err)
+		assert.Less(t, len(err.Error()), 400, "%.200s", err)
+	}
+}
+
+// A configuration file is parsed into a YAML tree of about 100 bytes per
+// item: one far larger than a fleet needs is refused before it is parsed,
+// so that a reload cannot take the exporter past its memory limit (a flow
+// list of 8 million items would cost over 1 GiB). 5000 apps parse.
+func TestAHugeConfigurationIsRefusedBeforeItIsParsed(t *testing.T) {
+	for _, doc := range []string{"x: [" + strings.Repeat("1,", MaxConfigItems) + "1]\n", "x:\n" + strings.Repeat("- 1\n", MaxConfigItems), "x: [" + strings.Repeat("{},", MaxConfigItems/2) + strings.Repeat("[]", MaxConfigItems/2) + "]"} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := Parse([]byte(doc), "")
+		runtime.ReadMemStats(&after)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "too large to parse")
+		assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "refused before the YAML tree was built")
+	}
+	var b strings.Builder
+	b.WriteString("apps:\n")
+	for i := range 5000 {
+		fmt.Fprintf(&b, "  - name: app-%05d\n    app_id: \"%d\"\n    app_key: KEY-%d\n    conversations:\n      - \"c%d-1\"\n      - \"c%d-2\"\n", i, i, i, i, i)
+	}
+	cfg, err := Parse([]byte(b.String()), "")
+	require.NoError(t, err)
+	assert.Len(t, cfg.Apps, 5000)
 }
