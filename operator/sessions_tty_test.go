@@ -3,12 +3,10 @@
 package operator
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -122,24 +121,6 @@ func TestSessionsStopManyAsksOnceOnATerminal(t *testing.T) {
 	assert.Zero(t, p.sim.InUse(app))
 }
 
-// lockedBuffer is a bytes.Buffer that a command writes while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // Ctrl-C at the question (the daemon's signal handling ends the command's
 // context) is no: the command returns at once, not confirmed, nothing
 // stopped, and a "y" typed later has nothing left to confirm.
@@ -149,7 +130,7 @@ func TestCtrlCAtTheQuestionIsNo(t *testing.T) {
 	for _, args := range [][]string{{"--all"}, {"--older-than=2h"}, {"--session=" + p.sim.Sessions(p.id("museum-guide"))[0].ID}} {
 		master, tty := openPTY(t) // a terminal where nobody types yet
 		ctx, cancel := context.WithCancel(context.Background())
-		var stdout, stderr lockedBuffer
+		var stdout, stderr platformtest.Buffer
 		app := kingpin.New("duix_exporter", "")
 		app.Terminate(nil)
 		cmds := Register(app)
