@@ -171,6 +171,9 @@ type Client struct {
 	retryAfter     time.Time
 }
 
+// AppID is the platform's ID of the client's app.
+func (c *Client) AppID() string { return c.tokens.appID }
+
 // RetryAfter is when the platform's last 429 allows calls again (zero: now).
 func (c *Client) RetryAfter() time.Time {
 	c.mu.Lock()

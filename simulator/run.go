@@ -49,7 +49,7 @@ func StartDemo(ctx context.Context, logger log.Logger) (string, func(), error) {
 func WriteConfig(path, baseURL string, apps []DemoApp) error {
 	dir := filepath.Dir(path)
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Configuration for the demo apps of the built-in \napi:\n  base_url: %q\n  timeout: 5s\napps:\n", baseURL)
+	fmt.Fprintf(&b, "# Configuration for the apps of the built-in simulator of the platform\napi:\n  base_url: %q\n  timeout: 5s\napps:\n", baseURL)
 	for _, a := range apps {
 		keyFile := filepath.Join(dir, a.Name+".key")
 		if err := os.WriteFile(keyFile, []byte(a.AppKey+"\n"), 0o600); err != nil {

@@ -176,8 +176,9 @@
             [
               'The janitor of {{ $labels.instance }} answered {{ $value | printf "%.0f" }} of Alertmanager\'s',
               'webhook requests over the last ' + u.durationText(c.janitorFailingWindow) + ' with an error (listing or stopping',
-              'failed, a payload it cannot read, an app it does not have, or a sender that left before',
-              'its turn): stuck sessions may not be stopped. Its log (component=janitor) says why.',
+              'failed, a payload it cannot read, an app it does not have, a sender that left before',
+              'its turn, or too many requests waiting): stuck sessions may not be stopped. Its log',
+              '(component=janitor) says why.',
             ],
           ),
         ],

@@ -78,10 +78,11 @@ const (
 	OutcomeMethodNotAllowed = "method_not_allowed" // 405: not a POST
 	OutcomeFailed           = "failed"             // 502: listing or stopping failed; Alertmanager retries
 	OutcomeAbandoned        = "abandoned"          // 503: the sender left while another webhook was handled; nothing done
+	OutcomeBusy             = "busy"               // 503: MaxWaiting requests were already waiting; nothing done, Alertmanager retries
 )
 
 // Outcomes lists every outcome.
-var Outcomes = []string{OutcomeHandled, OutcomeInvalid, OutcomeTooLarge, OutcomeUnknownApp, OutcomeMethodNotAllowed, OutcomeFailed, OutcomeAbandoned}
+var Outcomes = []string{OutcomeHandled, OutcomeInvalid, OutcomeTooLarge, OutcomeUnknownApp, OutcomeMethodNotAllowed, OutcomeFailed, OutcomeAbandoned, OutcomeBusy}
 
 // Actions of an Action.
 const (
@@ -105,7 +106,8 @@ type Action struct {
 	// of a failure.
 	Reason string
 	// Count is how many sessions the decision is about: 1, or more for a
-	// refusal by the budget.
+	// refusal by the budget; for a refusal of alerts, how many alerts of
+	// the request it refused.
 	Count  int
 	DryRun bool
 }
@@ -113,6 +115,9 @@ type Action struct {
 const (
 	// MaxPayloadBytes bounds a webhook request body.
 	MaxPayloadBytes = 1 << 20
+	// MaxWaiting bounds the webhook requests read or waiting for their
+	// turn, and so the memory their payloads hold; more are answered 503.
+	MaxWaiting = 8
 	// recentSize is how many actions Recent keeps.
 	recentSize = 32
 	// window is the span of the budget, and how long a stopped session
@@ -140,6 +145,7 @@ type Janitor struct {
 	stopped, wouldStop *prometheus.CounterVec
 	refusals, requests *prometheus.CounterVec
 	turn               chan struct{} // one webhook handled at a time
+	waiting            chan struct{} // the requests past the method check, at most MaxWaiting
 	mu                 sync.Mutex    // guards what follows
 	set                settings
 	// The stops of the last hour and the sessions stopped in it, of real
@@ -191,9 +197,10 @@ func New(o Options) (*Janitor, error) {
 		}, []string{"reason"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "duix_janitor_webhook_requests_total",
-			Help: "Requests to the janitor's webhook, by outcome: handled, invalid, too_large, unknown_app, method_not_allowed, failed (a call to the platform failed), abandoned (the sender left before its turn).",
+			Help: "Requests to the janitor's webhook, by outcome: handled, invalid, too_large, unknown_app, method_not_allowed, failed (a call to the platform failed), abandoned (the sender left before its turn), busy (too many requests waiting).",
 		}, []string{"outcome"}),
 		turn:    make(chan struct{}, 1),
+		waiting: make(chan struct{}, MaxWaiting),
 		acted:   [2]map[string]time.Time{{}, {}},
 		counted: map[string]bool{},
 	}
@@ -273,7 +280,9 @@ func (j *Janitor) record(a Action) {
 	if a.Reason != "" {
 		kv = append(kv, "reason", a.Reason)
 	}
-	if a.Count > 1 {
+	if a.Count > 1 && a.SessionID == "" { // a refusal of alerts
+		kv = append(kv, "alerts", a.Count)
+	} else if a.Count > 1 {
 		kv = append(kv, "sessions", a.Count)
 	}
 	kv = append(kv, "dry_run", a.DryRun)
@@ -337,6 +346,13 @@ func (j *Janitor) webhook(w http.ResponseWriter, r *http.Request) {
 		j.answer(w, http.StatusMethodNotAllowed, OutcomeMethodNotAllowed, []string{"only POST: Alertmanager's webhook"})
 		return
 	}
+	select { // before the body is read: what waits is bounded, payloads included
+	case j.waiting <- struct{}{}:
+		defer func() { <-j.waiting }()
+	default:
+		j.answer(w, http.StatusServiceUnavailable, OutcomeBusy, []string{fmt.Sprintf("%d webhook requests are already waiting: nothing done, try again", MaxWaiting)})
+		return
+	}
 	p, err := decode(http.MaxBytesReader(w, r.Body, MaxPayloadBytes))
 	if err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
@@ -362,14 +378,17 @@ func (j *Janitor) webhook(w http.ResponseWriter, r *http.Request) {
 	var lines []string
 	var todo []string
 	bad := false
+	type refusal struct{ reason, app string }
+	var refused []Action    // one per reason and app (one for all apps not configured): a log line and a landing-page entry each
+	at := map[refusal]int{} // its index in refused
 	for i, a := range p.Alerts {
-		app := a.Labels["app"]
+		app := a.Labels.App
 		if !set.known[app] {
 			app = bounded(app) // logged and answered: cut
 		}
 		reason := ""
 		switch {
-		case a.Labels["alertname"] != set.AlertName:
+		case a.Labels.AlertName != set.AlertName:
 			reason = ReasonOtherAlert
 			lines = append(lines, fmt.Sprintf("alerts[%d]: not acted on: not %s", i, set.AlertName))
 		case a.Status == statusResolved:
@@ -390,7 +409,18 @@ func (j *Janitor) webhook(w http.ResponseWriter, r *http.Request) {
 			}
 			continue
 		}
-		j.record(Action{App: app, Action: ActionRefused, Reason: reason, DryRun: set.DryRun})
+		k := refusal{reason, app}
+		if !set.known[app] {
+			k.app = "" // named after the first, whatever else the payload names
+		}
+		if i, ok := at[k]; ok {
+			refused[i].Count++
+		} else {
+			at[k], refused = len(refused), append(refused, Action{App: app, Action: ActionRefused, Reason: reason, Count: 1, DryRun: set.DryRun})
+		}
+	}
+	for _, a := range refused {
+		j.record(a)
 	}
 	if bad {
 		lines = append(lines, "nothing done: route only this exporter's apps to its janitor")
@@ -438,7 +468,7 @@ func (j *Janitor) clean(ctx context.Context, app string) (string, bool) {
 		j.record(Action{App: app, Action: ActionFailed, Reason: "no_client", DryRun: set.DryRun})
 		return fmt.Sprintf("app %q: failed: the app has no client right now", app), false
 	}
-	listed := j.now()
+	listed, appID := j.now(), c.AppID()
 	var dated []candidate
 	var n tally
 	seen := map[string]bool{}
@@ -477,7 +507,7 @@ func (j *Janitor) clean(ctx context.Context, app string) (string, bool) {
 		_, wasActed := j.acted[m][key]
 		full := len(j.stops[m]) >= cur.MaxStopsPerHour
 		j.mu.Unlock()
-		if cur.ages[app] == 0 {
+		if c = j.src.AppClient(app); cur.ages[app] == 0 || c == nil || c.AppID() != appID { // the name now means another platform app
 			n.optedOut = true
 			break
 		}
@@ -548,7 +578,7 @@ func (n *tally) line(app string, set settings) string {
 	line := fmt.Sprintf("app %q: %s of %d session(s) older than %s; %d already stopped or gone, %d refused by the budget of %d an hour, %d failed, %d younger, %d without a known start",
 		app, verb, n.old, model.Duration(set.ages[app]), n.already, n.budget.Count, set.MaxStopsPerHour, n.failed, n.young, n.undated)
 	if n.optedOut {
-		line += "; then a reload took the app out of the janitor: its other sessions were not acted on"
+		line += "; then a reload took the app out of the janitor (or gave its name to another platform app): its other sessions were not acted on"
 	}
 	return line
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1052,46 +1053,82 @@ func TestHostilePayloadsAreAnsweredWithoutActing(t *testing.T) {
 	assert.NotRegexp(t, `(?m)^level=info msg="Janitor decision" action=stopped`, f.logs.String(), "a forged log line")
 }
 
-// On the janitor's own listener, senders that never finish their body do
-// not hold up the others (a body is read before a request waits its
-// turn: otherwise this test would hang), and a storm of concurrent
-// webhooks stays within the budget.
-func TestSlowSendersDoNotHoldTheListener(t *testing.T) {
+// On the janitor's own listener, at most MaxWaiting requests are read or
+// wait for their turn, so that what their payloads hold is bounded:
+// senders that never finish their body take those places, and a request
+// beyond them is answered 503 (busy) at once, not held, and counted;
+// once they leave, webhooks are handled again. A storm of concurrent
+// webhooks is handled or answered busy, and stays within the budget.
+func TestSlowSendersCannotHoldTheListenerOrItsMemory(t *testing.T) {
 	f := newFixture(t, "{max_stops_per_hour: 5}")
 	for range 20 {
 		f.session("kiosk", 3*time.Hour)
 		f.session("lobby", 3*time.Hour)
 	}
 	srv := f.j.Server(nil)
-	srv.ReadTimeout = 0 // the slow senders hold their requests until the test ends
+	srv.ReadTimeout = 0 // the slow senders hold their requests until they leave
 	addr := serve(t, srv, "")
-	for range 20 {
+	body := []byte(payload(t, stuck("kiosk"), stuck("lobby")))
+	post := func() int {
+		resp, err := http.Post("http://"+addr+"/webhook", "application/json", bytes.NewReader(body))
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	var slow []net.Conn
+	for range janitor.MaxWaiting {
 		c, err := net.Dial("tcp", addr)
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Close() })
 		fmt.Fprint(c, "POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
+		slow = append(slow, c)
 	}
-	body := []byte(payload(t, stuck("kiosk"), stuck("lobby")))
+	require.Eventually(t, func() bool { return post() == http.StatusServiceUnavailable }, time.Minute, 10*time.Millisecond, "busy once the slow senders wait")
+	assert.Positive(t, f.requests(janitor.OutcomeBusy))
+	assert.Zero(t, f.stops.Load())
+	for _, c := range slow {
+		c.Close()
+	}
+	require.Eventually(t, func() bool { return post() == http.StatusOK }, time.Minute, 10*time.Millisecond, "handled once they left")
+
 	var wg sync.WaitGroup
 	codes := make(chan int, 50)
 	for range 50 {
-		wg.Go(func() {
-			resp, err := http.Post("http://"+addr+"/webhook", "application/json", bytes.NewReader(body))
-			if !assert.NoError(t, err) {
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			codes <- resp.StatusCode
-		})
+		wg.Go(func() { codes <- post() })
 	}
 	wg.Wait()
 	close(codes)
 	for c := range codes {
-		assert.Equal(t, http.StatusOK, c)
+		assert.Contains(t, []int{http.StatusOK, http.StatusServiceUnavailable}, c)
 	}
-	assert.Equal(t, 50.0, f.requests("handled"))
 	assert.Equal(t, int64(5), f.stops.Load(), "stops within the budget")
+}
+
+// What a payload costs once decoded is about its size: of its labels only
+// alertname and app are kept. A 1 MiB payload of 10 000 alerts with many
+// labels each decodes within a few MiB.
+func TestAPayloadCostsLittleOnceDecoded(t *testing.T) {
+	f := newFixture(t, "")
+	labels := map[string]string{"alertname": "DuixSessionStuck"}
+	for i := range 8 {
+		labels[fmt.Sprintf("label_%d", i)] = strings.Repeat("v", 8)
+	}
+	var alerts []webhookAlert
+	for range 3000 {
+		alerts = append(alerts, webhookAlert{Status: "resolved", Labels: labels})
+	}
+	body := payload(t, alerts...)
+	require.Less(t, len(body), janitor.MaxPayloadBytes)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	rec := httptest.NewRecorder()
+	f.j.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(body)))
+	runtime.ReadMemStats(&after)
+	require.Equal(t, http.StatusOK, rec.Code)
+	t.Logf("allocated %d bytes for a %d-byte payload", after.TotalAlloc-before.TotalAlloc, len(body))
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(4*len(body)), "allocated for a %d-byte payload", len(body))
 }
 
 // A body that never ends is cut at the listener's read timeout (here
@@ -1117,4 +1154,84 @@ func TestASlowBodyIsCutAndCounted(t *testing.T) {
 	answer, _ := io.ReadAll(c)
 	assert.Contains(t, string(answer), "HTTP/1.1 400 ")
 	assert.Equal(t, 1.0, f.requests("invalid"))
+}
+
+// swapSource is the exporter whose clients a reload replaces, as
+// collector.Exporter.AppClient's are.
+type swapSource struct {
+	*source
+	cur atomic.Pointer[client.Pool]
+}
+
+func (s *swapSource) AppClient(name string) *client.Client { return s.cur.Load().Client(name) }
+
+// A reload during a decision that gives the opted-in name to another
+// platform app: the sessions listed were the other app's, and the rest of
+// them are not acted on (its new owner did not opt in).
+func TestAReloadThatGivesTheNameToAnotherAppStopsTheDecision(t *testing.T) {
+	f := newFixture(t, "")
+	cfgOf := func(kioskID, webID string) *config.Config {
+		y := fmt.Sprintf("api: {base_url: %q, timeout: 2s}\napps:\n"+
+			"  - {name: kiosk, app_id: %q, app_key: key-%s, janitor: {max_session_age: 1h}}\n"+
+			"  - {name: web, app_id: %q, app_key: key-%s}\n", f.base, kioskID, kioskID, webID, webID)
+		cfg, err := config.Parse([]byte(y), "")
+		require.NoError(t, err)
+		return cfg
+	}
+	before, after := cfgOf("1001", "1003"), cfgOf("1003", "1001") // the two names swap their platform apps
+	p1, err := client.NewPool(before, client.PoolOptions{})
+	require.NoError(t, err)
+	p2, err := client.NewPool(after, client.PoolOptions{})
+	require.NoError(t, err)
+	src := &swapSource{source: f.src}
+	src.cur.Store(p1)
+	j, err := janitor.New(janitor.Options{Source: src, Now: f.now})
+	require.NoError(t, err)
+	require.NoError(t, j.Apply(before))
+
+	f.sessions("kiosk", 3, 3*time.Hour) // of platform app 1001, opted in as kiosk
+	var reloaded atomic.Bool
+	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		next.ServeHTTP(w, r)
+		if strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointStop) && reloaded.CompareAndSwap(false, true) {
+			src.cur.Store(p2) // the exporter's clients first, then the janitor's settings, as SafeConfig calls them
+			require.NoError(t, j.Apply(after))
+		}
+	}
+	rec := httptest.NewRecorder()
+	j.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(payload(t, stuck("kiosk")))))
+	assert.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Len(t, f.sim.Sessions("1001"), 2, "one stopped before the reload, none after: 1001 is now web, not opted in")
+	assert.Contains(t, rec.Body.String(), "then a reload")
+}
+
+// The alerts a request refuses are logged, counted and shown on the landing
+// page once per reason and app (once for all the apps not configured), not
+// once per alert: a forged payload of thousands of alerts cannot flood the
+// log nor push the real decisions off the landing page.
+func TestRefusedAlertsAreRecordedOncePerReasonAndApp(t *testing.T) {
+	f := newFixture(t, "")
+	f.session("kiosk", 3*time.Hour)
+	code, _ := f.post(payload(t, stuck("kiosk")))
+	require.Equal(t, http.StatusOK, code)
+	require.Len(t, f.j.Recent(), 1, "the stop")
+
+	var alerts []webhookAlert
+	for i := range 500 {
+		other := stuck("kiosk")
+		other.Labels["alertname"] = "DuixConcurrencyExhausted"
+		alerts = append(alerts, other, stuck(fmt.Sprintf("elsewhere-%d", i)))
+	}
+	logged := strings.Count(f.logs.String(), "\n")
+	code, answer := f.post(payload(t, alerts...))
+	require.Equal(t, http.StatusUnprocessableEntity, code)
+	assert.Equal(t, 1001, strings.Count(answer, "\n"), "the answer has a line per alert, and the verdict")
+	assert.Equal(t, 2, strings.Count(f.logs.String(), "\n")-logged, "a line for the other alerts, one for the unknown apps")
+	assert.Contains(t, f.logs.String(), "reason=unknown_app alerts=500")
+	assert.Equal(t, 500.0, f.refusals("unknown_app"))
+	assert.Equal(t, 500.0, f.refusals("other_alert"))
+	recent := f.j.Recent()
+	require.Len(t, recent, 2, "the unknown apps' entry beside the stop; other alerts are left out")
+	assert.Equal(t, janitor.ActionStopped, recent[1].Action)
+	assert.Equal(t, 500, recent[0].Count)
 }
