@@ -29,6 +29,9 @@ const (
 	EndpointStopAll      = "distroyCallSessionsByAppId" // the misspelling is the platform's
 )
 
+// drainWait bounds the wait for the rest of an answer read or refused.
+const drainWait = 50 * time.Millisecond
+
 // PoolOptions are the process-wide parts of a Pool.
 type PoolOptions struct {
 	Metrics           *Metrics // instruments every call (nil: none)
@@ -83,7 +86,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	// send them on every hop and block on a FIFO. Plain values are common's.
 	p.files = &files{now: p.now, m: map[string]*secretFile{}}
 	file := func(path, kind string) string { // one file under several names: read and counted once
-		ref := kind + ":" + path // a file both of a header and of TLS is read as each (their bounds differ)
+		ref := kind + ":" + path // by kind: header and TLS files are read under different rules
 		if p.files.m[ref] == nil {
 			p.files.m[ref] = &secretFile{path: path, kind: kind, hook: hook}
 			p.files.m[ref].start(p.now())
@@ -305,8 +308,11 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 		c.p.metrics.observe(endpoint, 0, time.Since(start))
 		return env, transportError(err)
 	}
-	defer func() {
-		resp.Body.Close() // the connection is reused when the body was read to its end, else closed: a late end is not waited for
+	defer func() { // up to 4 KiB of what is left is read, for the connection's reuse, but a late end is not waited for
+		t := time.AfterFunc(drainWait, cancel) // then the connection is closed
+		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
+		t.Stop()
+		resp.Body.Close()
 		c.p.metrics.observe(endpoint, resp.StatusCode, time.Since(start))
 	}()
 	var e *Error

@@ -1150,3 +1150,56 @@ func TestACancelledCallSaysSo(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, "getconcurrentNumber (app a): network: canceled (interrupted)", err.Error())
 }
+
+// A connection to the platform is reused after an answer of any kind: a
+// long session list, an HTTP error with a body (which the client does
+// not read), so that an outage or a rotated key does not cost a new
+// connection, and a TLS handshake, per call.
+func TestConnectionsAreReusedAfterErrorsAndLongLists(t *testing.T) {
+	sim := simulator.New()
+	sim.AddApp(simulator.App{ID: appID, Key: appKey, Allowance: 300})
+	for range 300 {
+		_, err := sim.StartSession(appID, "")
+		require.NoError(t, err)
+	}
+	list := func(c *client.Client) error {
+		return c.EachSession(context.Background(), client.SessionOptions{}, func(client.Session) error { return nil })
+	}
+	conc := func(c *client.Client) error { _, err := c.Concurrency(context.Background()); return err }
+	for name, tc := range map[string]struct {
+		h    http.HandlerFunc
+		call func(*client.Client) error
+	}{
+		"a list of 300 sessions": {sim.ServeHTTP, list},
+		"HTTP 503 with a JSON body": {func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"code":"503","message":"busy","success":false}`)
+		}, conc},
+		"HTTP 500 with a page": {func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = io.WriteString(w, "<html><body><h1>500 Internal Server Error</h1>"+strings.Repeat(" ", 2000)+"</body></html>\n")
+		}, conc},
+		"HTTP 401": {func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "unauthorized", http.StatusUnauthorized) }, conc},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var conns atomic.Int64
+			srv := httptest.NewUnstartedServer(tc.h)
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					conns.Add(1)
+				}
+			}
+			srv.Start()
+			t.Cleanup(srv.Close)
+			cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\napps: [{name: a, app_id: %q, app_key: %q}]\n", srv.URL+simulator.BasePath, appID, appKey)), "")
+			require.NoError(t, err)
+			pool, err := client.NewPool(cfg, client.PoolOptions{})
+			require.NoError(t, err)
+			t.Cleanup(pool.Close)
+			for range 20 {
+				_ = tc.call(pool.Client("a"))
+			}
+			assert.Equal(t, int64(1), conns.Load(), "20 calls one after the other, one connection")
+		})
+	}
+}
