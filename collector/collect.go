@@ -62,7 +62,6 @@ func (st *appState) metrics(r *result, now time.Time) []prometheus.Metric {
 		out = append(out, prometheus.MustNewConstMetric(d, t, v, append([]string{st.name}, labels...)...))
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) { add(d, prometheus.GaugeValue, v, labels...) }
-	counter := func(d *prometheus.Desc, v float64) { add(d, prometheus.CounterValue, v) }
 	up := 0.0
 	if r.perConv != nil && r.concErr == nil {
 		up = 1
@@ -92,7 +91,7 @@ func (st *appState) metrics(r *result, now time.Time) []prometheus.Metric {
 	if !st.shown { // at 0 in the app's first scrape, so that increase() sees its first failures
 		errs, st.shown = 0, true
 	}
-	counter(appErrorsDesc, float64(errs))
+	add(appErrorsDesc, prometheus.CounterValue, float64(errs))
 	for _, cv := range st.conversations {
 		if !cv.refreshed.IsZero() { // known
 			gauge(conversationMaxDesc, float64(cv.maxConv), cv.id)
@@ -106,13 +105,13 @@ func (st *appState) metrics(r *result, now time.Time) []prometheus.Metric {
 		}
 	}
 	if l := st.life; l != nil {
-		counter(sessionsStartedDesc, float64(l.started))
-		counter(sessionsEndedDesc, float64(l.ended))
-		counter(sessionSecondsDesc, l.seconds)
+		add(sessionsStartedDesc, prometheus.CounterValue, float64(l.started))
+		add(sessionsEndedDesc, prometheus.CounterValue, float64(l.ended))
+		add(sessionSecondsDesc, prometheus.CounterValue, l.seconds)
 		if l.baseline {
 			gauge(oldestSessionAgeDesc, l.oldestAge(now))
 		}
-		counter(sessionsUntrackedDesc, float64(l.untracked))
+		add(sessionsUntrackedDesc, prometheus.CounterValue, float64(l.untracked))
 		buckets := make(map[float64]uint64, len(l.buckets))
 		for i, le := range sessionDurationBuckets {
 			buckets[le] = l.buckets[i]

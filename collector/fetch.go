@@ -94,7 +94,7 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	if life {
 		list = []seenSession{}
 	}
-	n, noConv := 0, 0
+	n, noConv, cut := 0, 0, false // cut: a session the lifecycle would follow was left out, over max_tracked
 	r.sessErr = e.call(st, c, set, client.EndpointSessions, func(ctx context.Context) error {
 		return c.EachSession(ctx, client.SessionOptions{}, func(ss client.Session) error {
 			n++
@@ -103,22 +103,23 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 			} else if ss.ConversationID == "" {
 				noConv++
 			}
-			if life && len(list) < maxTracked && len(ss.ID) <= 256 { // a longer ID is counted, not kept
-				list = append(list, seenSession{id: ss.ID})
-				if ss.Start != nil {
-					list[len(list)-1].start = *ss.Start
+			if life && len(ss.ID) <= 256 { // a longer ID is counted, not kept
+				if cut = len(list) >= maxTracked; !cut {
+					list = append(list, seenSession{id: ss.ID})
+					if ss.Start != nil {
+						list[len(list)-1].start = *ss.Start
+					}
 				}
 			}
 			return nil
 		})
 	})
-	listedAt := e.opts.Now()
 	if r.sessErr == nil {
 		r.sessions, r.noConv, r.perConv = n, noConv, perConv
 	}
 	wg.Wait()
 	r.duration = time.Since(begun)
-	st.record(r, list, listedAt) // a request leaving at its deadline takes r, however long the refresh
+	st.record(r, list, cut, e.opts.Now()) // a request leaving at its deadline takes r, however long the refresh
 	refresh.Wait()
 	return r
 }

@@ -36,10 +36,10 @@ type lifecycle struct {
 
 // observe compares a successful list of total entries, fetched at now and
 // starting with list, with the one before (the first is the baseline). At
-// most limit sessions with an ID are followed: a list cut there ends none.
-func (l *lifecycle) observe(list []seenSession, total int, now time.Time, limit int) {
+// most limit sessions with an ID are followed: a list cut there (or by the
+// fetch: cut) ends none.
+func (l *lifecycle) observe(list []seenSession, total int, cut bool, now time.Time, limit int) {
 	l.untracked += uint64(max(total-len(list), 0))
-	cut := len(list) < total && len(list) >= limit // the fetch kept limit entries
 	if dt := now.Sub(l.lastAt).Seconds(); l.baseline && dt > 0 {
 		// Trapezoid: sessions listed at both ends count for the whole
 		// interval, those listed at one end only for half of it.

@@ -20,47 +20,47 @@ func TestLifecycleRules(t *testing.T) {
 
 	t.Run("a session that vanishes and reappears is a new one", func(t *testing.T) {
 		var l lifecycle
-		l.observe(list("x"), 1, at(0), 10)
-		l.observe(list(), 0, at(10), 10)
-		l.observe(list("x"), 1, at(20), 10)
+		l.observe(list("x"), 1, false, at(0), 10)
+		l.observe(list(), 0, false, at(10), 10)
+		l.observe(list("x"), 1, false, at(20), 10)
 		assert.Equal(t, uint64(1), l.started)
 		assert.Equal(t, uint64(1), l.ended)
 		assert.Equal(t, 0.0, l.oldestAge(at(20)), "its start is when it was listed again")
 	})
 	t.Run("state is capped and what overflows is counted", func(t *testing.T) {
 		var l lifecycle
-		l.observe(list("a", "b", "c"), 5, at(0), 2) // 3 of 5 kept by the fetch, 2 followed
+		l.observe(list("a", "b", "c"), 5, true, at(0), 2) // 3 of 5 kept by the fetch, 2 followed
 		assert.Len(t, l.active, 2)
 		assert.Equal(t, uint64(3), l.untracked)
-		l.observe(list("a", "b", "c"), 5, at(10), 2)
+		l.observe(list("a", "b", "c"), 5, true, at(10), 2)
 		assert.Equal(t, uint64(0), l.ended, "sessions over the cap neither start nor end")
 		assert.Equal(t, uint64(0), l.started)
 		assert.Equal(t, 50.0, l.seconds, "session-seconds count every listed entry")
 	})
 	t.Run("a list cut at the cap ends none, and the list after it starts none", func(t *testing.T) {
 		var l lifecycle
-		l.observe(list("a", "b"), 3, at(0), 2)  // the baseline; one past the cap
-		l.observe(list("b", "c"), 3, at(10), 2) // a may still be listed past the cap
-		l.observe(list("c", "a"), 3, at(20), 2) // as c and a may have been
+		l.observe(list("a", "b"), 3, true, at(0), 2)  // the baseline; one past the cap
+		l.observe(list("b", "c"), 3, true, at(10), 2) // a may still be listed past the cap
+		l.observe(list("c", "a"), 3, true, at(20), 2) // as c and a may have been
 		assert.Zero(t, l.started)
 		assert.Zero(t, l.ended)
-		l.observe(list("a", "b"), 2, at(30), 2) // whole: c ended; b was listed before
+		l.observe(list("a", "b"), 2, false, at(30), 2) // whole: c ended; b was listed before
 		assert.Zero(t, l.started)
 		assert.Equal(t, uint64(1), l.ended)
-		l.observe(list("a", "b", "d"), 3, at(40), 3) // after a whole list: d started
+		l.observe(list("a", "b", "d"), 3, false, at(40), 3) // after a whole list: d started
 		assert.Equal(t, uint64(1), l.started)
 	})
 	t.Run("records without an ID are not followed", func(t *testing.T) {
 		var l lifecycle
-		l.observe([]seenSession{{id: ""}, {id: "a"}}, 2, at(0), 10)
+		l.observe([]seenSession{{id: ""}, {id: "a"}}, 2, false, at(0), 10)
 		assert.Len(t, l.active, 1)
 		assert.Equal(t, uint64(1), l.untracked)
 	})
 	t.Run("a start time from the record is used, unless it is in the future", func(t *testing.T) {
 		var l lifecycle
-		l.observe([]seenSession{{id: "a", start: at(-100)}, {id: "b", start: at(100)}}, 2, at(0), 10)
+		l.observe([]seenSession{{id: "a", start: at(-100)}, {id: "b", start: at(100)}}, 2, false, at(0), 10)
 		assert.Equal(t, 100.0, l.oldestAge(at(0)))
-		l.observe(nil, 0, at(10), 10)
+		l.observe(nil, 0, false, at(10), 10)
 		assert.Equal(t, 0.0, l.oldestAge(at(10)))
 	})
 }

@@ -2,6 +2,7 @@ package collector_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -173,4 +174,36 @@ func TestLifecycleOverMaxTrackedCountsNoFalseStartsOrEnds(t *testing.T) {
 	body = e.scrapeText(t, context.Background())
 	assert.Equal(t, "2", sample(body, `duix_app_sessions_ended_total{app="a"}`))
 	assert.Equal(t, "1", sample(body, `duix_app_sessions_started_total{app="a"}`))
+}
+
+// Whether a list was cut is the fetch's own knowledge: a reload that
+// raises sessions.max_tracked while the list is fetched does not hide the
+// cut (the same 4 sessions are listed throughout: none starts or ends).
+func TestLifecycleKnowsACutAcrossAReloadDuringTheFetch(t *testing.T) {
+	e := newGatedEnv(t, appDef{name: "a", id: "1", key: "k1", allowance: 10})
+	pass := func(*http.Request) bool { return false }
+	e.gate.holds.Store(&pass)
+	e.cfg.Sessions.MaxTracked = 3
+	require.NoError(t, e.exp.Apply(e.cfg))
+	for range 4 {
+		_, err := e.sim.StartSession("1", "")
+		require.NoError(t, err)
+	}
+	e.scrapeText(t, context.Background()) // the baseline: 4 listed, 3 followed
+
+	e.cfg.Sessions.MaxTracked = 2
+	require.NoError(t, e.exp.Apply(e.cfg))
+	hold := func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointSessions) }
+	e.gate.holds.Store(&hold)
+	e.clk.Add(15 * time.Second)
+	ch := e.scrapeAsync(t, context.Background())
+	waitFor(t, "the list call is held", func() bool { return e.gate.arrived.Load() == 1 })
+	e.cfg.Sessions.MaxTracked = 10 // a reload while the list is fetched under a cap of 2
+	require.NoError(t, e.exp.Apply(e.cfg))
+	e.gate.release()
+	receive(t, ch)
+	e.clk.Add(15 * time.Second)
+	body := e.scrapeText(t, context.Background()) // whole
+	assert.Equal(t, "0", sample(body, `duix_app_sessions_ended_total{app="a"}`))
+	assert.Equal(t, "0", sample(body, `duix_app_sessions_started_total{app="a"}`))
 }

@@ -144,7 +144,7 @@ func reason(err error) string {
 
 // record keeps a landed fetch, counts its failed calls and has the
 // lifecycle observe its list, once however many requests share it.
-func (st *appState) record(r *result, list []seenSession, listedAt time.Time) {
+func (st *appState) record(r *result, list []seenSession, cut bool, listedAt time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.last, st.flying, r.landed = r, false, time.Now()
@@ -155,7 +155,7 @@ func (st *appState) record(r *result, list []seenSession, listedAt time.Time) {
 		st.corpID = labelValue(r.conc.CropID)
 	}
 	if st.life != nil && list != nil && r.sessErr == nil {
-		st.life.observe(list, r.sessions, listedAt, st.maxTracked)
+		st.life.observe(list, r.sessions, cut, listedAt, st.maxTracked)
 	}
 }
 
