@@ -29,9 +29,6 @@ const (
 	EndpointStopAll      = "distroyCallSessionsByAppId" // the misspelling is the platform's
 )
 
-// drainWait bounds the wait for the rest of an answer read or refused.
-const drainWait = 50 * time.Millisecond
-
 // PoolOptions are the process-wide parts of a Pool.
 type PoolOptions struct {
 	Metrics           *Metrics // instruments every call (nil: none)
@@ -309,7 +306,7 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 		return env, transportError(err)
 	}
 	defer func() { // up to 4 KiB of what is left is read, for the connection's reuse, but a late end is not waited for
-		t := time.AfterFunc(drainWait, cancel) // then the connection is closed
+		t := time.AfterFunc(50*time.Millisecond, cancel) // then the connection is closed
 		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
 		t.Stop()
 		resp.Body.Close()

@@ -43,7 +43,7 @@ const (
 	MinMaxResponseBytes = int64(1024)
 	MaxMaxResponseBytes = int64(1 << 30) // so that the memory check cannot overflow
 	MaxConfigFileBytes  = 16 << 20
-	MaxConfigItems      = 250000 // lines and flow items: the YAML tree of each costs about 100 bytes
+	MaxConfigItems      = 200000 // line breaks and indicators (see Parse): the YAML tree costs up to 200 bytes each
 )
 
 var (
@@ -161,16 +161,24 @@ func Load(path string) (*Config, error) {
 // alone when dir is empty). Key, token and header files are read, and must
 // pass ReadSecretFile (TLS files are read as the clients are built).
 func Parse(data []byte, dir string) (*Config, error) {
-	if n := bytes.Count(data, []byte("\n")) + bytes.Count(data, []byte(",")) + bytes.Count(data, []byte("[")) + bytes.Count(data, []byte("{")); n > MaxConfigItems {
-		return nil, fmt.Errorf("parsing YAML: %d lines and flow items, more than %d: too large to parse within the memory the exporter is sized for", n, MaxConfigItems)
+	n := 0 // a bound on the nodes of the file's YAML tree, before it is built: YAML's line breaks and the indicators that make a node
+	for _, item := range []string{"\n", "\r", "\u0085", "\u2028", "\u2029", ",", "[", "{", "- ", "-\t", ": ", ":\t", "? ", "?\t"} {
+		n += bytes.Count(data, []byte(item))
+	}
+	if n > MaxConfigItems {
+		return nil, fmt.Errorf("parsing YAML: %d line breaks and indicators, more than %d: too large to parse within the memory the exporter is sized for", n, MaxConfigItems)
 	}
 	var cfg *Config // stays nil for an empty document
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.SetStrict(true)
-	if err := dec.Decode(&cfg); err != nil && err != io.EOF {
+	err := dec.Decode(&cfg)
+	for more := any(nil); err == nil; { // what follows may only be empty documents (a trailing ---)
+		if err = dec.Decode(&more); err == nil && more != nil {
+			return nil, errors.New("parsing YAML: more than one document (a line --- after the first): the configuration is one document")
+		}
+	}
+	if err != io.EOF {
 		return nil, yamlError(err)
-	} else if err == nil && dec.Decode(new(any)) != io.EOF {
-		return nil, errors.New("parsing YAML: more than one document (a line --- after the first): the configuration is one document")
 	}
 	if cfg == nil {
 		cfg = &Config{API: DefaultAPI, Sessions: DefaultSessions, Janitor: DefaultJanitor}
@@ -272,20 +280,14 @@ func (a *AppJanitor) UnmarshalYAML(unmarshal func(any) error) error {
 	return locateError("janitor", unmarshal((*appJanitorFields)(a)))
 }
 
-// field is a setting's name and whether it is set.
-type field struct {
-	name string
-	set  bool
-}
-
-func setNames(fields ...field) []string {
-	var names []string
-	for _, f := range fields {
-		if f.set {
-			names = append(names, f.name)
+// setNames returns the names of the settings that are set.
+func setNames(names []string, set ...bool) (out []string) {
+	for i, s := range set {
+		if s {
+			out = append(out, names[i])
 		}
 	}
-	return names
+	return out
 }
 
 func (c *Config) validate() error {
@@ -360,11 +362,8 @@ func (a *API) validate() error {
 	const perApp = "credentials are per app (app_key, app_key_file, token or token_file under apps)"
 	// Decoding the HTTP client configuration moved bearer_token and
 	// bearer_token_file to authorization.
-	if found := setNames(
-		field{"basic_auth", hc.BasicAuth != nil},
-		field{"authorization (or bearer_token, bearer_token_file)", hc.Authorization != nil},
-		field{"oauth2", hc.OAuth2 != nil},
-	); len(found) > 0 {
+	if found := setNames([]string{"basic_auth", "authorization (or bearer_token, bearer_token_file)", "oauth2"},
+		hc.BasicAuth != nil, hc.Authorization != nil, hc.OAuth2 != nil); len(found) > 0 {
 		return fmt.Errorf("api.http_client: %s must not be set: %s", strings.Join(found, ", "), perApp)
 	}
 	if u := hc.ProxyURL.URL; u != nil && *u != (url.URL{}) {
@@ -400,12 +399,8 @@ func (a *App) validate() error {
 	if !utf8.ValidString(a.AppID) { // it labels series
 		return errors.New("app_id is not valid UTF-8")
 	}
-	creds := setNames(
-		field{"app_key", strings.TrimSpace(string(a.AppKey)) != ""}, // blank, as a file would be
-		field{"app_key_file", a.AppKeyFile != ""},
-		field{"token", strings.TrimSpace(string(a.Token)) != ""},
-		field{"token_file", a.TokenFile != ""},
-	)
+	creds := setNames([]string{"app_key", "app_key_file", "token", "token_file"}, // a blank inline value is none, as a blank file
+		strings.TrimSpace(string(a.AppKey)) != "", a.AppKeyFile != "", strings.TrimSpace(string(a.Token)) != "", a.TokenFile != "")
 	if len(creds) != 1 {
 		found := "none"
 		if len(creds) > 1 {
@@ -549,10 +544,13 @@ func yamlError(err error) error {
 	if !errors.As(err, &te) {
 		return fmt.Errorf("parsing YAML: %s", backquoted.ReplaceAllString(yamlQuoted.ReplaceAllString(err.Error(), "$1(…)"), "(…)"))
 	}
-	msgs := make([]string, len(te.Errors))
-	for i, m := range te.Errors {
-		m = commonPlain.ReplaceAllString(yamlValue.ReplaceAllString(backquoted.ReplaceAllString(m, "(…)"), "$1 $2"), "in api.http_client or a section of it")
+	msgs := make([]string, min(len(te.Errors), 10), 11) // the first ten, not a line of megabytes
+	for i := range msgs {
+		m := commonPlain.ReplaceAllString(yamlValue.ReplaceAllString(backquoted.ReplaceAllString(te.Errors[i], "(…)"), "$1 $2"), "in api.http_client or a section of it")
 		msgs[i] = yamlTypeNames.Replace(unknownField.ReplaceAllString(m, "$1… (a space missing after a colon?) $2"))
+	}
+	if n := len(te.Errors) - len(msgs); n > 0 {
+		msgs = append(msgs, fmt.Sprintf("and %d more", n))
 	}
 	return fmt.Errorf("parsing YAML: %s", strings.Join(msgs, "; "))
 }

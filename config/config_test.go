@@ -612,16 +612,19 @@ func TestHTTPClientTyposAndBlankCredentialsAreNamed(t *testing.T) {
 }
 
 // The configuration is one YAML document: a second one (two files pasted
-// together) is refused, not silently ignored.
+// together) is refused, not silently ignored; empty ones after it (a
+// trailing ---, as templating leaves) are fine.
 func TestParseRefusesASecondDocument(t *testing.T) {
 	one := "apps: [{name: a, app_id: '1', app_key: k}]\n"
-	for _, doc := range []string{one + "---\napps: [{name: b, app_id: '2', app_key: " + secretMarker + "}]\n", one + "---\n", "---\n" + one + "---\n[\n"} {
+	for _, doc := range []string{one + "---\napps: [{name: b, app_id: '2', app_key: " + secretMarker + "}]\n", one + "---\n---\n# x\n---\nx: 1\n"} {
 		_, err := Parse([]byte(doc), "")
 		require.Error(t, err, "%q", doc)
 		assert.Contains(t, err.Error(), "more than one document", "%q", doc)
 		assert.NotContains(t, err.Error(), secretMarker)
 	}
-	for _, doc := range []string{one, "---\n" + one, one + "...\n", "---\n" + one + "...\n# the end\n"} {
+	_, err := Parse([]byte("---\n"+one+"---\n[\n"), "")
+	assert.ErrorContains(t, err, "parsing YAML: yaml: line 4", "a second document that does not parse")
+	for _, doc := range []string{one, "---\n" + one, one + "...\n", "---\n" + one + "...\n# the end\n", one + "---\n", one + "---\n# the end\n---\n"} {
 		_, err := Parse([]byte(doc), "")
 		assert.NoError(t, err, "%q", doc)
 	}
@@ -687,7 +690,15 @@ func TestErrorsQuoteAtMost64Characters(t *testing.T) {
 // so that a reload cannot take the exporter past its memory limit (a flow
 // list of 8 million items would cost over 1 GiB). 5000 apps parse.
 func TestAHugeConfigurationIsRefusedBeforeItIsParsed(t *testing.T) {
-	for _, doc := range []string{"x: [" + strings.Repeat("1,", MaxConfigItems) + "1]\n", "x:\n" + strings.Repeat("- 1\n", MaxConfigItems), "x: [" + strings.Repeat("{},", MaxConfigItems/2) + strings.Repeat("[]", MaxConfigItems/2) + "]"} {
+	for _, doc := range []string{
+		"x: [" + strings.Repeat("1,", MaxConfigItems) + "1]\n",
+		"x:\n" + strings.Repeat("- 1\n", MaxConfigItems/2+1),
+		"x: [" + strings.Repeat("{},", MaxConfigItems/2) + strings.Repeat("[]", MaxConfigItems/2) + "]",
+		"x:\r" + strings.Repeat("-\r", MaxConfigItems), // YAML's other line breaks
+		"x:\u2028" + strings.Repeat("-\u2028", MaxConfigItems),
+		"x:\n" + strings.Repeat(strings.Repeat("- ", 1000)+"x\n", MaxConfigItems/1000), // nested on one line
+		strings.Repeat("{a: b, c: d}: x\n", MaxConfigItems/4),
+	} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		_, err := Parse([]byte(doc), "")
@@ -704,4 +715,18 @@ func TestAHugeConfigurationIsRefusedBeforeItIsParsed(t *testing.T) {
 	cfg, err := Parse([]byte(b.String()), "")
 	require.NoError(t, err)
 	assert.Len(t, cfg.Apps, 5000)
+}
+
+// A file with thousands of mistakes gets an error of the first ten, not a
+// line of megabytes.
+func TestAnErrorNamesTheFirstTenMistakes(t *testing.T) {
+	var b strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&b, "unknown_%d: %s\n", i, secretMarker)
+	}
+	_, err := Parse([]byte(b.String()), "")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "; and 4990 more")
+	assert.Less(t, len(err.Error()), 2000)
+	assert.NotContains(t, err.Error(), secretMarker)
 }
