@@ -78,7 +78,7 @@ const (
 	OutcomeMethodNotAllowed = "method_not_allowed" // 405: not a POST
 	OutcomeFailed           = "failed"             // 502: listing or stopping failed; Alertmanager retries
 	OutcomeAbandoned        = "abandoned"          // 503: the sender left while another webhook was handled; nothing done
-	OutcomeBusy             = "busy"               // 503: MaxWaiting requests were already waiting; nothing done, Alertmanager retries
+	OutcomeBusy             = "busy"               // 503: MaxWaiting requests were already in; nothing done, Alertmanager retries
 )
 
 // Outcomes lists every outcome.
@@ -115,9 +115,10 @@ type Action struct {
 const (
 	// MaxPayloadBytes bounds a webhook request body.
 	MaxPayloadBytes = 1 << 20
-	// MaxWaiting bounds the webhook requests read or waiting for their
-	// turn, and so the memory their payloads hold; more are answered 503.
-	MaxWaiting = 8
+	// MaxWaiting bounds the webhook requests in (waiting for their turn,
+	// or handled); more are answered 503 (busy). A request's body is read
+	// in its turn: what the waiting ones hold is their connection.
+	MaxWaiting = 64
 	// recentSize is how many actions Recent keeps.
 	recentSize = 32
 	// window is the span of the budget, and how long a stopped session
@@ -145,7 +146,7 @@ type Janitor struct {
 	stopped, wouldStop *prometheus.CounterVec
 	refusals, requests *prometheus.CounterVec
 	turn               chan struct{} // one webhook handled at a time
-	waiting            chan struct{} // the requests past the method check, at most MaxWaiting
+	waiting            chan struct{} // the requests in, at most MaxWaiting
 	mu                 sync.Mutex    // guards what follows
 	set                settings
 	// The stops of the last hour and the sessions stopped in it, of real
@@ -346,12 +347,27 @@ func (j *Janitor) webhook(w http.ResponseWriter, r *http.Request) {
 		j.answer(w, http.StatusMethodNotAllowed, OutcomeMethodNotAllowed, []string{"only POST: Alertmanager's webhook"})
 		return
 	}
-	select { // before the body is read: what waits is bounded, payloads included
+	select {
 	case j.waiting <- struct{}{}:
 		defer func() { <-j.waiting }()
 	default:
-		j.answer(w, http.StatusServiceUnavailable, OutcomeBusy, []string{fmt.Sprintf("%d webhook requests are already waiting: nothing done, try again", MaxWaiting)})
+		level.Warn(j.logger).Log("msg", "Janitor refused a webhook request: too many in", "max", MaxWaiting)
+		j.answer(w, http.StatusServiceUnavailable, OutcomeBusy, []string{fmt.Sprintf("%d webhook requests are already in: nothing done, try again", MaxWaiting)})
 		return
+	}
+	// The turn first, then the body: one payload is held at a time. The
+	// body then has the listener's read timeout, from now: a sender that
+	// never finishes it holds the turn that long.
+	select {
+	case j.turn <- struct{}{}:
+		defer func() { <-j.turn }()
+	case <-r.Context().Done(): // Alertmanager's timeout, while another webhook was handled
+		level.Warn(j.logger).Log("msg", "Janitor dropped a webhook request: its sender left while another was handled")
+		j.answer(w, http.StatusServiceUnavailable, OutcomeAbandoned, []string{"the sender left before its turn: nothing done"})
+		return
+	}
+	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.ReadTimeout > 0 {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(srv.ReadTimeout))
 	}
 	p, err := decode(http.MaxBytesReader(w, r.Body, MaxPayloadBytes))
 	if err != nil {
@@ -361,14 +377,6 @@ func (j *Janitor) webhook(w http.ResponseWriter, r *http.Request) {
 		}
 		level.Warn(j.logger).Log("msg", "Janitor refused a webhook request", "err", err)
 		j.answer(w, http.StatusBadRequest, OutcomeInvalid, []string{err.Error() + ": nothing done"})
-		return
-	}
-	select {
-	case j.turn <- struct{}{}:
-		defer func() { <-j.turn }()
-	case <-r.Context().Done(): // Alertmanager's timeout, while another webhook was handled
-		level.Warn(j.logger).Log("msg", "Janitor dropped a webhook request: its sender left while another was handled")
-		j.answer(w, http.StatusServiceUnavailable, OutcomeAbandoned, []string{"the sender left before its turn: nothing done"})
 		return
 	}
 	set := j.settings()

@@ -1,11 +1,14 @@
 package janitor
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 )
 
 // Alert statuses of the webhook payload.
@@ -23,14 +26,41 @@ type payload struct {
 	Alerts  []alert `json:"alerts"`
 }
 
-// alert holds the two labels the janitor reads; the others are skipped
-// unread, so that a large payload costs little once decoded.
 type alert struct {
 	Status string `json:"status"`
-	Labels struct {
-		AlertName string `json:"alertname"`
-		App       string `json:"app"`
-	} `json:"labels"`
+	Labels labels `json:"labels"`
+}
+
+// labels are the two labels the janitor reads, by their exact names
+// (encoding/json would match struct fields in any case); the others are
+// read, checked to be strings, and not kept.
+type labels struct{ AlertName, App string }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (l *labels) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil // none
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return cmp.Or(err, error(&json.UnmarshalTypeError{Value: "labels", Type: reflect.TypeFor[labels]()}))
+	}
+	for dec.More() {
+		name, err := dec.Token()
+		var value string
+		if err == nil {
+			err = dec.Decode(&value)
+		}
+		switch {
+		case err != nil:
+			return err
+		case name == "alertname":
+			l.AlertName = value
+		case name == "app":
+			l.App = value
+		}
+	}
+	return nil
 }
 
 // decode reads a webhook payload from r and checks it. Its errors are one
