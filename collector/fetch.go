@@ -103,7 +103,7 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 			} else if ss.ConversationID == "" {
 				noConv++
 			}
-			if life && len(ss.ID) <= 256 { // a longer ID is counted, not kept
+			if life && ss.ID != "" && len(ss.ID) <= 256 { // without one, or a longer one, it is counted, not kept
 				if cut = len(list) >= maxTracked; !cut {
 					list = append(list, seenSession{id: ss.ID})
 					if ss.Start != nil {

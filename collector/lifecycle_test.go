@@ -1,8 +1,10 @@
 package collector_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -206,4 +208,58 @@ func TestLifecycleKnowsACutAcrossAReloadDuringTheFetch(t *testing.T) {
 	body := e.scrapeText(t, context.Background()) // whole
 	assert.Equal(t, "0", sample(body, `duix_app_sessions_ended_total{app="a"}`))
 	assert.Equal(t, "0", sample(body, `duix_app_sessions_started_total{app="a"}`))
+}
+
+// withoutID adds a record without a session ID to every session list, first or last.
+type withoutID struct {
+	next  http.Handler
+	first bool
+}
+
+func (p withoutID) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := httptest.NewRecorder()
+	p.next.ServeHTTP(rec, r)
+	body := rec.Body.Bytes()
+	if strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointSessions) && rec.Code == http.StatusOK {
+		const noID = `{"appId":"1","status":"in_call"}`
+		if p.first {
+			body = bytes.Replace(body, []byte(`"data":[`), []byte(`"data":[`+noID+`,`), 1)
+		} else {
+			body = bytes.Replace(body, []byte(`}],"message"`), []byte(`},`+noID+`],"message"`), 1)
+		}
+	}
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.Header().Del("Content-Length")
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(body)
+}
+
+// A record without a session ID takes no place under sessions.max_tracked
+// and cuts nothing: with max_tracked 2, two sessions and such a record,
+// one ending and another starting are counted.
+func TestLifecycleARecordWithoutIDCutsNothing(t *testing.T) {
+	for _, first := range []bool{false, true} {
+		t.Run(map[bool]string{false: "last", true: "first"}[first], func(t *testing.T) {
+			e := newEnv(t, appDef{name: "a", id: "1", key: "k1", allowance: 10})
+			e.gate.next = withoutID{e.gate.next, first}
+			e.cfg.Sessions.MaxTracked = 2
+			require.NoError(t, e.exp.Apply(e.cfg))
+			a, err := e.sim.StartSession("1", "")
+			require.NoError(t, err)
+			_, err = e.sim.StartSession("1", "")
+			require.NoError(t, err)
+			body := e.scrapeText(t, context.Background()) // the baseline
+			require.Equal(t, "3", sample(body, `duix_app_active_sessions{app="a"}`), "the record without ID is listed")
+			assert.Equal(t, "1", sample(body, `duix_app_sessions_untracked_total{app="a"}`))
+			require.True(t, e.sim.EndSession("1", a))
+			_, err = e.sim.StartSession("1", "")
+			require.NoError(t, err)
+			e.clk.Add(15 * time.Second)
+			body = e.scrapeText(t, context.Background())
+			assert.Equal(t, "1", sample(body, `duix_app_sessions_ended_total{app="a"}`))
+			assert.Equal(t, "1", sample(body, `duix_app_sessions_started_total{app="a"}`))
+		})
+	}
 }
