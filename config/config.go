@@ -43,7 +43,7 @@ const (
 	MinMaxResponseBytes = int64(1024)
 	MaxMaxResponseBytes = int64(1 << 30) // so that the memory check cannot overflow
 	MaxConfigFileBytes  = 16 << 20
-	MaxConfigItems      = 200000 // line breaks and indicators (see Parse): the YAML tree costs up to 200 bytes each
+	MaxConfigItems      = 300000 // line breaks and indicators (see Parse): the YAML tree costs up to 200 bytes each
 )
 
 var (
@@ -133,9 +133,8 @@ func (a App) UsesKey() bool {
 	return a.AppKey != "" || a.AppKeyFile != ""
 }
 
-// Load reads and parses the configuration file at path. Relative paths in
-// it are resolved against the directory of the file once symbolic links
-// are followed.
+// Load reads and parses the configuration file at path; relative paths in it
+// are resolved against its directory, symbolic links followed.
 func Load(path string) (*Config, error) {
 	data, err := readRegular(path, MaxConfigFileBytes) // as carefully as a secret file
 	if err != nil {
@@ -165,6 +164,7 @@ func Parse(data []byte, dir string) (*Config, error) {
 	for _, item := range []string{"\n", "\r", "\u0085", "\u2028", "\u2029", ",", "[", "{", "- ", "-\t", ": ", ":\t", "? ", "?\t"} {
 		n += bytes.Count(data, []byte(item))
 	}
+	n -= bytes.Count(data, []byte("\r\n")) // one line break
 	if n > MaxConfigItems {
 		return nil, fmt.Errorf("parsing YAML: %d line breaks and indicators, more than %d: too large to parse within the memory the exporter is sized for", n, MaxConfigItems)
 	}
@@ -172,8 +172,8 @@ func Parse(data []byte, dir string) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.SetStrict(true)
 	err := dec.Decode(&cfg)
-	for more := any(nil); err == nil; { // what follows may only be empty documents (a trailing ---)
-		if err = dec.Decode(&more); err == nil && more != nil {
+	for more := false; err == nil; { // what follows may only be empty documents (a trailing ---), never decoded
+		if err = dec.Decode((*document)(&more)); err == nil && more {
 			return nil, errors.New("parsing YAML: more than one document (a line --- after the first): the configuration is one document")
 		}
 	}
@@ -255,8 +255,7 @@ func (a *API) UnmarshalYAML(unmarshal func(any) error) error {
 	return nil
 }
 
-// UnmarshalYAML implements yaml.Unmarshaler. TokenTTL defaults to
-// DefaultTokenTTL for apps that use an app key.
+// UnmarshalYAML implements yaml.Unmarshaler; TokenTTL defaults to DefaultTokenTTL with an app key.
 func (a *App) UnmarshalYAML(unmarshal func(any) error) error {
 	*a = App{}
 	type plainApp App
@@ -273,12 +272,16 @@ func (a *App) UnmarshalYAML(unmarshal func(any) error) error {
 	return nil
 }
 
-// UnmarshalYAML implements yaml.Unmarshaler, so that an error names the
-// section.
+// UnmarshalYAML implements yaml.Unmarshaler, so that an error names the section.
 func (a *AppJanitor) UnmarshalYAML(unmarshal func(any) error) error {
 	type appJanitorFields AppJanitor
 	return locateError("janitor", unmarshal((*appJanitorFields)(a)))
 }
+
+// document is a YAML document after the configuration: set if not empty, read no further.
+type document bool
+
+func (d *document) UnmarshalYAML(func(any) error) error { *d = true; return nil }
 
 // setNames returns the names of the settings that are set.
 func setNames(names []string, set ...bool) (out []string) {
@@ -393,11 +396,11 @@ func (a *API) validate() error {
 }
 
 func (a *App) validate() error {
-	if a.AppID == "" {
+	switch {
+	case a.AppID == "":
 		return errors.New("app_id is required")
-	}
-	if !utf8.ValidString(a.AppID) { // it labels series
-		return errors.New("app_id is not valid UTF-8")
+	case !utf8.ValidString(a.AppID) || len(a.AppID) > 256: // it labels series
+		return errors.New("app_id is not valid UTF-8 of at most 256 bytes")
 	}
 	creds := setNames([]string{"app_key", "app_key_file", "token", "token_file"}, // a blank inline value is none, as a blank file
 		strings.TrimSpace(string(a.AppKey)) != "", a.AppKeyFile != "", strings.TrimSpace(string(a.Token)) != "", a.TokenFile != "")
@@ -431,8 +434,8 @@ func (a *App) validate() error {
 		switch j, dup := seen[id]; {
 		case strings.TrimSpace(id) == "":
 			return fmt.Errorf("conversations[%d]: must not be empty", i)
-		case !utf8.ValidString(id): // it labels series
-			return fmt.Errorf("conversations[%d]: not valid UTF-8", i)
+		case !utf8.ValidString(id) || len(id) > 256: // it labels series
+			return fmt.Errorf("conversations[%d]: not valid UTF-8 of at most 256 bytes", i)
 		case id != strings.TrimSpace(id):
 			return fmt.Errorf("conversations[%d]: %.64q has leading or trailing white space", i, id)
 		case dup:
@@ -478,9 +481,8 @@ func oneLine(s string) bool {
 
 // readRegular reads a key, token, header, TLS or configuration file of at
 // most maxBytes. It refuses what is not a regular file once symbolic links are
-// followed (a directory, a FIFO, /dev/zero), opens without blocking so that
-// a FIFO swapped in after the check cannot hang the caller, and checks the
-// opened file again.
+// followed (a directory, a FIFO, /dev/zero), and opens without blocking (a FIFO
+// swapped in after the check cannot hang the caller) to check it again.
 func readRegular(path string, maxBytes int) ([]byte, error) {
 	notRegular := fmt.Errorf("%q is not a regular file", path)
 	st, err := os.Stat(path)

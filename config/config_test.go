@@ -699,22 +699,63 @@ func TestAHugeConfigurationIsRefusedBeforeItIsParsed(t *testing.T) {
 		"x:\n" + strings.Repeat(strings.Repeat("- ", 1000)+"x\n", MaxConfigItems/1000), // nested on one line
 		strings.Repeat("{a: b, c: d}: x\n", MaxConfigItems/4),
 	} {
+		data := []byte(doc)
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		_, err := Parse([]byte(doc), "")
+		_, err := Parse(data, "")
 		runtime.ReadMemStats(&after)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "too large to parse")
 		assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "refused before the YAML tree was built")
 	}
+	// Fleets as written: 5000 apps of 8 conversations, a comment each and
+	// Windows line endings; 10 000 apps of 5 conversations.
 	var b strings.Builder
-	b.WriteString("apps:\n")
+	b.WriteString("apps:\r\n")
 	for i := range 5000 {
-		fmt.Fprintf(&b, "  - name: app-%05d\n    app_id: \"%d\"\n    app_key: KEY-%d\n    conversations:\n      - \"c%d-1\"\n      - \"c%d-2\"\n", i, i, i, i, i)
+		fmt.Fprintf(&b, "  # app %d: the front desk, the kiosk: with 8 conversations\r\n  - name: app-%05d\r\n    app_id: \"%d\"\r\n    app_key: KEY-%d\r\n    conversations:\r\n", i, i, i, i)
+		for c := range 8 {
+			fmt.Fprintf(&b, "      - \"c%d-%d\"\r\n", i, c)
+		}
 	}
 	cfg, err := Parse([]byte(b.String()), "")
 	require.NoError(t, err)
 	assert.Len(t, cfg.Apps, 5000)
+	b.Reset()
+	b.WriteString("apps:\n")
+	for i := range 10000 {
+		fmt.Fprintf(&b, "  - name: app-%05d\n    app_id: \"%d\"\n    app_key_file: /etc/duix/keys/app-%05d.key\n    conversations: [\"c%d-1\", \"c%d-2\", \"c%d-3\", \"c%d-4\", \"c%d-5\"]\n", i, i, i, i, i, i, i, i)
+	}
+	n := 0
+	_, err = Parse([]byte(b.String()), "")
+	if err != nil {
+		_, err = fmt.Sscanf(err.Error(), "parsing YAML: %d", &n)
+	}
+	assert.Zero(t, n, "10 000 apps are not too large to parse")
+}
+
+// The documents after the configuration are not decoded: aliases there
+// are not expanded (a second document is refused all the same).
+func TestTheDocumentsAfterTheConfigurationAreNotDecoded(t *testing.T) {
+	doc := "apps: [{name: a, app_id: '1', app_key: k}]\n---\n- &m {a: b, c: d, e: f}\n- [" + strings.Repeat("*m, ", 100000) + "*m]\n"
+	data := []byte(doc)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := Parse(data, "")
+	runtime.ReadMemStats(&after)
+	require.ErrorContains(t, err, "more than one document")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(40<<20), "100 000 aliases of a map were not expanded (19 MB; 75 MB when they were)")
+}
+
+// IDs label series: at most 256 bytes.
+func TestIDsAreAtMost256Bytes(t *testing.T) {
+	long := strings.Repeat("9", 257)
+	_, err := Parse([]byte("apps: [{name: a, app_id: '"+long+"', app_key: k}]"), "")
+	assert.ErrorContains(t, err, "app_id is not valid UTF-8 of at most 256 bytes")
+	_, err = Parse([]byte("apps: [{name: a, app_id: '1', app_key: k, conversations: ['"+long+"']}]"), "")
+	assert.ErrorContains(t, err, "conversations[0]: not valid UTF-8 of at most 256 bytes")
+	_, err = Parse([]byte("apps: [{name: a, app_id: '"+long[1:]+"', app_key: k, conversations: ['"+long[1:]+"']}]"), "")
+	assert.NoError(t, err)
 }
 
 // A file with thousands of mistakes gets an error of the first ten, not a
