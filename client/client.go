@@ -305,9 +305,9 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 		c.p.metrics.observe(endpoint, 0, time.Since(start))
 		return env, transportError(err)
 	}
-	defer func() { // up to 4 KiB of what is left is read, for the connection's reuse, but a late end is not waited for
+	defer func() { // up to 64 KiB of what is left is read, for the connection's reuse, but a late end is not waited for
 		t := time.AfterFunc(50*time.Millisecond, cancel) // then the connection is closed
-		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
+		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
 		t.Stop()
 		resp.Body.Close()
 		c.p.metrics.observe(endpoint, resp.StatusCode, time.Since(start))

@@ -1179,6 +1179,10 @@ func TestConnectionsAreReusedAfterErrorsAndLongLists(t *testing.T) {
 			w.WriteHeader(http.StatusInternalServerError)
 			_, _ = io.WriteString(w, "<html><body><h1>500 Internal Server Error</h1>"+strings.Repeat(" ", 2000)+"</body></html>\n")
 		}, conc},
+		"HTTP 502 with a page of 20 KB": {func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = io.WriteString(w, "<html><body><h1>502 Bad Gateway</h1>"+strings.Repeat("<p>The upstream is down.</p>\n", 700)+"</body></html>\n")
+		}, conc},
 		"HTTP 401": {func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "unauthorized", http.StatusUnauthorized) }, conc},
 	} {
 		t.Run(name, func(t *testing.T) {
