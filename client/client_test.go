@@ -1139,11 +1139,8 @@ func TestACompleteAnswerIsNotHeldByALateEndOfItsBody(t *testing.T) {
 func TestACancelledCallSaysSo(t *testing.T) {
 	srv := httptest.NewServer(platformWithApp())
 	t.Cleanup(srv.Close)
-	cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\napps: [{name: a, app_id: %q, app_key: %q}]\n", srv.URL+simulator.BasePath, appID, appKey)), "")
+	pool, _, _, err := poolWith(t, srv.URL, "{}")
 	require.NoError(t, err)
-	pool, err := client.NewPool(cfg, client.PoolOptions{})
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err = pool.Client("a").Concurrency(ctx)
@@ -1195,11 +1192,8 @@ func TestConnectionsAreReusedAfterErrorsAndLongLists(t *testing.T) {
 			}
 			srv.Start()
 			t.Cleanup(srv.Close)
-			cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\napps: [{name: a, app_id: %q, app_key: %q}]\n", srv.URL+simulator.BasePath, appID, appKey)), "")
+			pool, _, _, err := poolWith(t, srv.URL, "{}")
 			require.NoError(t, err)
-			pool, err := client.NewPool(cfg, client.PoolOptions{})
-			require.NoError(t, err)
-			t.Cleanup(pool.Close)
 			for range 20 {
 				_ = tc.call(pool.Client("a"))
 			}
