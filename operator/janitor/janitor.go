@@ -27,6 +27,7 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/duix-exporter/duix_exporter/client"
 	"github.com/duix-exporter/duix_exporter/config"
@@ -115,10 +116,13 @@ type Action struct {
 const (
 	// MaxPayloadBytes bounds a webhook request body.
 	MaxPayloadBytes = 1 << 20
-	// MaxWaiting bounds the webhook requests in (waiting for their turn,
-	// or handled); more are answered 503 (busy). A request's body is read
-	// in its turn: what the waiting ones hold is their connection.
+	// MaxWaiting bounds the webhook requests in (read, waiting for their
+	// turn, or handled); more are answered 503 (busy).
 	MaxWaiting = 64
+	// MaxHeldBytes bounds the payloads the requests in read or hold, by
+	// their Content-Length (MaxPayloadBytes without one); a request waits
+	// for room before its body is read.
+	MaxHeldBytes = 8 << 20
 	// recentSize is how many actions Recent keeps.
 	recentSize = 32
 	// window is the span of the budget, and how long a stopped session
@@ -145,9 +149,10 @@ type Janitor struct {
 
 	stopped, wouldStop *prometheus.CounterVec
 	refusals, requests *prometheus.CounterVec
-	turn               chan struct{} // one webhook handled at a time
-	waiting            chan struct{} // the requests in, at most MaxWaiting
-	mu                 sync.Mutex    // guards what follows
+	turn               chan struct{}       // one webhook handled at a time
+	waiting            chan struct{}       // the requests in, at most MaxWaiting
+	budget             *semaphore.Weighted // of MaxHeldBytes
+	mu                 sync.Mutex          // guards what follows
 	set                settings
 	// The stops of the last hour and the sessions stopped in it, of real
 	// stops ([0]) and of the dry run's would-stops ([1]) apart: each mode
@@ -202,6 +207,7 @@ func New(o Options) (*Janitor, error) {
 		}, []string{"outcome"}),
 		turn:    make(chan struct{}, 1),
 		waiting: make(chan struct{}, MaxWaiting),
+		budget:  semaphore.NewWeighted(MaxHeldBytes),
 		acted:   [2]map[string]time.Time{{}, {}},
 		counted: map[string]bool{},
 	}
@@ -316,6 +322,12 @@ func (j *Janitor) record(a Action) {
 	j.next = (j.next + 1) % recentSize
 }
 
+// abandoned answers a request whose sender left before its turn.
+func (j *Janitor) abandoned(w http.ResponseWriter) {
+	level.Warn(j.logger).Log("msg", "Janitor dropped a webhook request: its sender left while another was handled")
+	j.answer(w, http.StatusServiceUnavailable, OutcomeAbandoned, []string{"the sender left before its turn: nothing done"})
+}
+
 // ServeHTTP serves POST /webhook and, on /, a line saying what this is.
 func (j *Janitor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
@@ -355,20 +367,18 @@ func (j *Janitor) webhook(w http.ResponseWriter, r *http.Request) {
 		j.answer(w, http.StatusServiceUnavailable, OutcomeBusy, []string{fmt.Sprintf("%d webhook requests are already in: nothing done, try again", MaxWaiting)})
 		return
 	}
-	// The turn first, then the body: one payload is held at a time. The
-	// body then has the listener's read timeout, from now: a sender that
-	// never finishes it holds the turn that long.
-	select {
-	case j.turn <- struct{}{}:
-		defer func() { <-j.turn }()
-	case <-r.Context().Done(): // Alertmanager's timeout, while another webhook was handled
-		level.Warn(j.logger).Log("msg", "Janitor dropped a webhook request: its sender left while another was handled")
-		j.answer(w, http.StatusServiceUnavailable, OutcomeAbandoned, []string{"the sender left before its turn: nothing done"})
+	// The body is read before the request waits its turn (so that a slow
+	// sender holds no turn, and a sender that leaves while it waits is
+	// seen), within a budget of bytes for the payloads read or held.
+	size := int64(MaxPayloadBytes)
+	if r.ContentLength >= 0 {
+		size = min(max(r.ContentLength, 1), size)
+	}
+	if j.budget.Acquire(r.Context(), size) != nil {
+		j.abandoned(w)
 		return
 	}
-	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.ReadTimeout > 0 {
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(srv.ReadTimeout))
-	}
+	defer j.budget.Release(size)
 	p, err := decode(http.MaxBytesReader(w, r.Body, MaxPayloadBytes))
 	if err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
@@ -377,6 +387,13 @@ func (j *Janitor) webhook(w http.ResponseWriter, r *http.Request) {
 		}
 		level.Warn(j.logger).Log("msg", "Janitor refused a webhook request", "err", err)
 		j.answer(w, http.StatusBadRequest, OutcomeInvalid, []string{err.Error() + ": nothing done"})
+		return
+	}
+	select {
+	case j.turn <- struct{}{}:
+		defer func() { <-j.turn }()
+	case <-r.Context().Done(): // Alertmanager's timeout, while another webhook was handled
+		j.abandoned(w)
 		return
 	}
 	set := j.settings()

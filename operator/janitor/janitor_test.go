@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -1052,12 +1053,11 @@ func TestHostilePayloadsAreAnsweredWithoutActing(t *testing.T) {
 	assert.NotRegexp(t, `(?m)^level=info msg="Janitor decision" action=stopped`, f.logs.String(), "a forged log line")
 }
 
-// On the janitor's own listener, a request's body is read in its turn, so
-// one payload is held at a time; at most MaxWaiting requests are in: with
-// a sender that never finishes its body holding the turn (no read timeout
-// here), the others wait, a request beyond them is answered 503 (busy) at
-// once and counted; once the senders leave, webhooks are handled again. A
-// storm of concurrent webhooks stays within the budget.
+// On the janitor's own listener, at most MaxWaiting requests are in:
+// senders that never finish their body (no read timeout here) take those
+// places, but not the turn, and a request beyond them is answered 503
+// (busy) at once and counted; once they leave, webhooks are handled again.
+// A storm of concurrent webhooks stays within the stop budget.
 func TestSlowSendersCannotHoldTheListenerOrItsMemory(t *testing.T) {
 	f := newFixture(t, "{max_stops_per_hour: 5}")
 	for range 20 {
@@ -1283,4 +1283,42 @@ func TestRefusedAlertsAreRecordedOncePerReasonAndApp(t *testing.T) {
 	require.Len(t, recent, 2, "the unknown apps' entry beside the stop; other alerts are left out")
 	assert.Equal(t, janitor.ActionStopped, recent[1].Action)
 	assert.Equal(t, 500, recent[0].Count)
+}
+
+// Over a real listener (net/http sees a sender leave only once its body
+// is read, which is why bodies are read before the turn), a request whose
+// sender leaves while another holds the turn is answered abandoned at
+// once, counted, and nothing is done for it.
+func TestASenderThatLeavesWhileWaitingIsAbandonedOverAListener(t *testing.T) {
+	f := newFixture(t, "")
+	f.session("kiosk", 3*time.Hour)
+	f.session("lobby", 3*time.Hour)
+	listing, release := make(chan struct{}), make(chan struct{})
+	var once, released sync.Once
+	f.before(simulator.EndpointSessions, func(http.ResponseWriter, *http.Request, http.Handler) bool {
+		once.Do(func() { close(listing); <-release })
+		return false
+	})
+	addr := serve(t, f.j.Server(nil), "")
+	t.Cleanup(func() { released.Do(func() { close(release) }) }) // before the listener shuts down, should the test fail
+	done := make(chan int)
+	go func() {
+		resp, err := http.Post("http://"+addr+"/webhook", "application/json", strings.NewReader(payload(t, stuck("lobby"))))
+		if assert.NoError(t, err) {
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}
+	}()
+	<-listing // the first request holds the turn
+	ctx, cancel := context.WithCancel(context.Background())
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { cancel() }}) // it gives up once its body is sent
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/webhook", strings.NewReader(payload(t, stuck("kiosk"))))
+	require.NoError(t, err)
+	_, err = (&http.Client{Transport: &http.Transport{}}).Do(req)
+	require.Error(t, err, "the sender gave up")
+	require.Eventually(t, func() bool { return f.requests(janitor.OutcomeAbandoned) == 1 }, time.Minute, time.Millisecond, "counted while the other holds the turn")
+	released.Do(func() { close(release) })
+	assert.Equal(t, http.StatusOK, <-done)
+	assert.Len(t, f.listed("kiosk"), 1, "nothing is done for a sender that left")
+	assert.Equal(t, int64(1), f.lists.Load())
 }
