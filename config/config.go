@@ -43,7 +43,7 @@ const (
 	MinMaxResponseBytes = int64(1024)
 	MaxMaxResponseBytes = int64(1 << 30) // so that the memory check cannot overflow
 	MaxConfigFileBytes  = 16 << 20
-	MaxConfigItems      = 300000 // line breaks and indicators (see Parse): the YAML tree costs up to 200 bytes each
+	MaxConfigItems      = 300000 // line breaks, indicators and bytes / 50 (see Parse): the YAML tree costs up to 300 bytes each
 )
 
 var (
@@ -160,8 +160,8 @@ func Load(path string) (*Config, error) {
 // alone when dir is empty). Key, token and header files are read, and must
 // pass ReadSecretFile (TLS files are read as the clients are built).
 func Parse(data []byte, dir string) (*Config, error) {
-	n := 0 // a bound on the nodes of the file's YAML tree, before it is built: YAML's line breaks and the indicators that make a node
-	for _, item := range []string{"\n", "\r", "\u0085", "\u2028", "\u2029", ",", "[", "{", "- ", "-\t", ": ", ":\t", "? ", "?\t"} {
+	n := len(data) / 50 // what the YAML tree of the file costs, before it is built: its bytes, its line breaks (five kinds), its node indicators and aliases
+	for _, item := range []string{"\n", "\r", "\u0085", "\u2028", "\u2029", ",", "[", "{", "- ", "-\t", ": ", ":\t", "? ", "?\t", "&", "*"} {
 		n += bytes.Count(data, []byte(item))
 	}
 	n -= bytes.Count(data, []byte("\r\n")) // one line break
@@ -246,7 +246,7 @@ func (a *API) UnmarshalYAML(unmarshal func(any) error) error {
 	}
 	// An empty http_client section is zeroed (see Config.UnmarshalYAML),
 	// which would turn off redirects and HTTP/2.
-	var raw map[string]any
+	var raw map[string]*document // nil for a null value; the others not decoded
 	if err := unmarshal(&raw); err == nil {
 		if v, ok := raw["http_client"]; ok && v == nil {
 			a.HTTPClientConfig = promconfig.DefaultHTTPClientConfig
