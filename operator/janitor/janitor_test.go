@@ -1068,22 +1068,20 @@ func TestSlowSendersCannotHoldTheListenerOrItsMemory(t *testing.T) {
 	srv.ReadTimeout = 0 // the slow senders hold their requests until they leave
 	addr := serve(t, srv, "")
 	body := []byte(payload(t, stuck("kiosk"), stuck("lobby")))
-	post := func() int {
-		resp, err := http.Post("http://"+addr+"/webhook", "application/json", bytes.NewReader(body))
-		require.NoError(t, err)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	resolved := stuck("kiosk")
+	resolved.Status = "resolved"
+	probe := []byte(payload(t, resolved)) // acts on nothing
+	post := func() int { return postBody(t, addr, body) }
+	require.NotEqual(t, http.StatusOK, postBody(t, addr, []byte("{")), "a body that does not parse")
 	var slow []net.Conn
-	for range janitor.MaxWaiting {
+	for range janitor.MaxWaiting + 8 { // more than the places: the probes below may take one for a while
 		c, err := net.Dial("tcp", addr)
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Close() })
 		fmt.Fprint(c, "POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
 		slow = append(slow, c)
 	}
-	require.Eventually(t, func() bool { return post() == http.StatusServiceUnavailable }, time.Minute, 10*time.Millisecond, "busy once the slow senders wait")
+	require.Eventually(t, func() bool { return postBody(t, addr, probe) == http.StatusServiceUnavailable }, time.Minute, 10*time.Millisecond, "busy once the slow senders are in")
 	assert.Positive(t, f.requests(janitor.OutcomeBusy))
 	assert.Zero(t, f.stops.Load())
 	for _, c := range slow {
@@ -1321,4 +1319,14 @@ func TestASenderThatLeavesWhileWaitingIsAbandonedOverAListener(t *testing.T) {
 	assert.Equal(t, http.StatusOK, <-done)
 	assert.Len(t, f.listed("kiosk"), 1, "nothing is done for a sender that left")
 	assert.Equal(t, int64(1), f.lists.Load())
+}
+
+// postBody posts body to the janitor at addr and returns the status.
+func postBody(t *testing.T, addr string, body []byte) int {
+	t.Helper()
+	resp, err := http.Post("http://"+addr+"/webhook", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
 }
