@@ -726,12 +726,8 @@ func TestAHugeConfigurationIsRefusedBeforeItIsParsed(t *testing.T) {
 	for i := range 10000 {
 		fmt.Fprintf(&b, "  - name: app-%05d\n    app_id: \"%d\"\n    app_key_file: /etc/duix/keys/app-%05d.key\n    conversations: [\"c%d-1\", \"c%d-2\", \"c%d-3\", \"c%d-4\", \"c%d-5\"]\n", i, i, i, i, i, i, i, i)
 	}
-	n := 0
-	_, err = Parse([]byte(b.String()), "")
-	if err != nil {
-		_, err = fmt.Sscanf(err.Error(), "parsing YAML: %d", &n)
-	}
-	assert.Zero(t, n, "10 000 apps are not too large to parse")
+	_, err = Parse([]byte(b.String()), "") // fails later: the key files are not there
+	assert.NotContains(t, fmt.Sprint(err), "too large to parse", "10 000 apps")
 }
 
 // The documents after the configuration are not decoded: aliases there
