@@ -79,7 +79,7 @@ const (
 	OutcomeMethodNotAllowed = "method_not_allowed" // 405: not a POST
 	OutcomeFailed           = "failed"             // 502: listing or stopping failed; Alertmanager retries
 	OutcomeAbandoned        = "abandoned"          // 503: the sender left while another webhook was handled; nothing done
-	OutcomeBusy             = "busy"               // 503: MaxWaiting requests were already in; nothing done, Alertmanager retries
+	OutcomeBusy             = "busy"               // 503: MaxWaiting requests, or MaxHeldBytes, were already in; nothing done, Alertmanager retries
 )
 
 // Outcomes lists every outcome.
@@ -120,8 +120,8 @@ const (
 	// turn, or handled); more are answered 503 (busy).
 	MaxWaiting = 64
 	// MaxHeldBytes bounds the payloads the requests in read or hold, by
-	// their Content-Length (MaxPayloadBytes without one); a request waits
-	// for room before its body is read.
+	// their Content-Length (MaxPayloadBytes without one); a request without
+	// room is answered 503 (busy) before its body is read.
 	MaxHeldBytes = 8 << 20
 	// recentSize is how many actions Recent keeps.
 	recentSize = 32
@@ -359,23 +359,25 @@ func (j *Janitor) webhook(w http.ResponseWriter, r *http.Request) {
 		j.answer(w, http.StatusMethodNotAllowed, OutcomeMethodNotAllowed, []string{"only POST: Alertmanager's webhook"})
 		return
 	}
-	select {
-	case j.waiting <- struct{}{}:
-		defer func() { <-j.waiting }()
-	default:
-		level.Warn(j.logger).Log("msg", "Janitor refused a webhook request: too many in", "max", MaxWaiting)
-		j.answer(w, http.StatusServiceUnavailable, OutcomeBusy, []string{fmt.Sprintf("%d webhook requests are already in: nothing done, try again", MaxWaiting)})
-		return
-	}
 	// The body is read before the request waits its turn (so that a slow
 	// sender holds no turn, and a sender that leaves while it waits is
-	// seen), within a budget of bytes for the payloads read or held.
+	// seen), within a budget of bytes for the payloads read or held. Beyond
+	// either bound the request is answered busy at once, not queued behind
+	// bodies that may never end: Alertmanager retries.
 	size := int64(MaxPayloadBytes)
 	if r.ContentLength >= 0 {
 		size = min(max(r.ContentLength, 1), size)
 	}
-	if j.budget.Acquire(r.Context(), size) != nil {
-		j.abandoned(w)
+	busy := true
+	select {
+	case j.waiting <- struct{}{}:
+		defer func() { <-j.waiting }()
+		busy = !j.budget.TryAcquire(size)
+	default:
+	}
+	if busy {
+		level.Warn(j.logger).Log("msg", "Janitor refused a webhook request: too many in, or too many bytes", "max", MaxWaiting, "max_bytes", MaxHeldBytes)
+		j.answer(w, http.StatusServiceUnavailable, OutcomeBusy, []string{fmt.Sprintf("%d webhook requests, or %d bytes of them, are already in: nothing done, try again", MaxWaiting, MaxHeldBytes)})
 		return
 	}
 	defer j.budget.Release(size)

@@ -1330,3 +1330,32 @@ func postBody(t *testing.T, addr string, body []byte) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// The payloads the requests in read or hold are at most MaxHeldBytes, by
+// what they declare: senders that claim it all and never finish their
+// body leave no room, and a webhook then is answered 503 (busy) at once,
+// not queued behind them; once one leaves, webhooks are handled again.
+func TestThePayloadBudgetAnswersBusyNotLater(t *testing.T) {
+	f := newFixture(t, "")
+	f.session("kiosk", 3*time.Hour)
+	srv := f.j.Server(nil)
+	srv.ReadTimeout = 0 // the slow senders hold their bytes until they leave
+	addr := serve(t, srv, "")
+	resolved := stuck("kiosk")
+	resolved.Status = "resolved"
+	probe := []byte(payload(t, resolved)) // acts on nothing
+	var slow []net.Conn
+	for range janitor.MaxHeldBytes / janitor.MaxPayloadBytes {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, "POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", janitor.MaxPayloadBytes)
+		slow = append(slow, c)
+	}
+	require.Eventually(t, func() bool { return postBody(t, addr, probe) == http.StatusServiceUnavailable }, time.Minute, 10*time.Millisecond,
+		"busy once the slow senders hold every byte")
+	slow[0].Close()
+	require.Eventually(t, func() bool { return postBody(t, addr, []byte(payload(t, stuck("kiosk")))) == http.StatusOK }, time.Minute, 10*time.Millisecond,
+		"room again once one left")
+	assert.Equal(t, int64(1), f.stops.Load())
+}
