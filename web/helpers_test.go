@@ -104,9 +104,6 @@ func serveOn(t *testing.T, configFile string, o Options, wrap func(net.Listener)
 	if o.Logger == nil {
 		o.Logger = logger
 	}
-	if o.Registerer == nil {
-		o.Registerer = reg
-	}
 	h, err := NewHandler(exp, reg, func() error { return sc.ReloadConfig(configFile, logger) }, o)
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(h)

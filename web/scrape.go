@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-kit/log"
@@ -56,22 +57,30 @@ func scrapeTimeout(h http.Header, offset time.Duration) (time.Duration, error) {
 	return 0, errors.New("scrape timeout too short: at least 100ms after --scrape.timeout-offset")
 }
 
-// scraper serves scrapes: per request, a registry of the exporter's
-// collector for the apps asked for, bounded by the scrape's deadline, as
-// blackbox_exporter builds one per probe.
+// scraper serves scrapes. The telemetry path has one promhttp handler, whose
+// gatherings simultaneous scrapes share (CoalesceGather): a gathering of
+// every app lasts until the earliest deadline of the scrapes waiting when it
+// begins, or until none waits any more. /probe builds a registry per
+// request, as blackbox_exporter builds one per probe.
 type scraper struct {
-	exp   *collector.Exporter
-	o     Options
-	slots chan struct{} // scrapes in flight, /metrics and /probe together; nil: unbounded
+	exp     *collector.Exporter
+	o       Options
+	reg     *prometheus.Registry // the process-wide metrics
+	slots   chan struct{}        // scrapes in flight, /metrics and /probe together; nil: unbounded
+	log     *errorLog
+	mu      sync.Mutex
+	waiting map[context.Context]bool // the telemetry path's scrapes under way
+	cancel  context.CancelFunc       // ends the gathering under way
 }
 
-// handler serves the apps that apps picks from the request (nil: all),
-// followed by the families of process. promhttp's MaxRequestsInFlight
-// bounds one handler, and a handler here serves one request: the bound on
-// scrapes in flight is kept in slots instead.
-func (s *scraper) handler(process prometheus.Gatherer, apps func(*http.Request) ([]string, error)) http.HandlerFunc {
+// handler serves the telemetry path with metrics, or /probe when nil.
+func (s *scraper) handler(metrics http.Handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		names, err := apps(r)
+		var names []string
+		var err error
+		if metrics == nil {
+			names, err = s.probeApp(r)
+		}
 		timeout, terr := scrapeTimeout(r.Header, s.o.TimeoutOffset)
 		if err = cmp.Or(err, terr); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -93,23 +102,60 @@ func (s *scraper) handler(process prometheus.Gatherer, apps func(*http.Request) 
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
+		if metrics != nil {
+			s.join(ctx)
+			metrics.ServeHTTP(w, r)
+			return
+		}
 		reg := prometheus.NewRegistry()
 		if err := reg.Register(s.exp.Collector(ctx, names...)); err != nil {
 			http.Error(w, "internal error: the scrape's collector cannot be registered: "+err.Error(), http.StatusInternalServerError)
 			return
 		}
-		// The apps first: their calls update the client metrics of the
-		// process registry, which then include this scrape's calls.
-		g := prometheus.Gatherers{reg}
-		if process != nil {
-			g = append(g, process)
-		}
-		promhttp.HandlerFor(g, promhttp.HandlerOpts{
-			ErrorLog:      &errorLog{l: s.o.Logger},
-			ErrorHandling: promhttp.ContinueOnError,
-			Registry:      s.o.Registerer,
-		}).ServeHTTP(w, r)
+		promhttp.HandlerFor(reg, s.opts(false)).ServeHTTP(w, r)
 	}
+}
+
+func (s *scraper) opts(coalesce bool) promhttp.HandlerOpts {
+	return promhttp.HandlerOpts{ErrorLog: s.log, ErrorHandling: promhttp.ContinueOnError, Registry: s.reg, CoalesceGather: coalesce}
+}
+
+// join counts ctx among the scrapes waiting for a gathering of every app until it ends.
+func (s *scraper) join(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waiting[ctx] = true
+	context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if delete(s.waiting, ctx); len(s.waiting) == 0 {
+			s.cancel() // nobody waits for the gathering under way
+		}
+	})
+}
+
+// everyApp is the collector of the telemetry path.
+type everyApp struct{ *scraper }
+
+func (s everyApp) Describe(ch chan<- *prometheus.Desc) {
+	s.exp.Collector(context.Background()).Describe(ch)
+}
+
+func (s everyApp) Collect(ch chan<- prometheus.Metric) {
+	s.mu.Lock()
+	deadline := time.Now().Add(MaxScrapeTimeout)
+	for w := range s.waiting {
+		if d, _ := w.Deadline(); d.Before(deadline) {
+			deadline = d
+		}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	if s.cancel = cancel; len(s.waiting) == 0 {
+		cancel()
+	}
+	s.mu.Unlock()
+	defer cancel()
+	s.exp.Collector(ctx).Collect(ch)
 }
 
 // probeApp picks the one app of /probe?app=NAME. Only configured names
@@ -130,16 +176,20 @@ func (s *scraper) probeApp(r *http.Request) ([]string, error) {
 	return names, nil
 }
 
-// errorLog logs promhttp's errors for a request, each kind once: a client
-// that leaves fails the write of every metric family.
+// errorLog logs promhttp's errors, a line repeated at once only once: a
+// client that leaves fails the write of every metric family.
 type errorLog struct {
 	l    log.Logger
-	last any
+	mu   sync.Mutex
+	last string
 }
 
 func (e *errorLog) Println(v ...any) {
-	if len(v) > 0 && v[0] != e.last {
-		e.last = v[0]
-		level.Error(e.l).Log("msg", strings.TrimSpace(fmt.Sprintln(v...)))
+	msg := strings.TrimSpace(fmt.Sprintln(v...))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if msg != e.last {
+		e.last = msg
+		level.Error(e.l).Log("msg", msg)
 	}
 }

@@ -28,11 +28,13 @@ func TestMetricsServesEveryAppWithTheProcessMetrics(t *testing.T) {
 	}
 	assert.Contains(t, m, "go_goroutines", "the process registry is served alongside")
 	assert.Equal(t, 1.0, m["duix_exporter_config_last_reload_successful"][""])
+	// One registry, whose collectors are collected side by side: a
+	// scrape's calls are counted by the time the next scrape reads them.
 	var calls float64
-	for _, v := range m["duix_api_requests_total"] {
+	for _, v := range s.scrape(t, "/metrics")["duix_api_requests_total"] {
 		calls += v
 	}
-	assert.GreaterOrEqual(t, calls, 6.0, "the client metrics include this scrape's calls")
+	assert.GreaterOrEqual(t, calls, 6.0, "the client metrics count the first scrape's calls")
 }
 
 func TestProbeServesOneApp(t *testing.T) {
@@ -285,12 +287,43 @@ func TestSimultaneousScrapesCostOneSetOfCalls(t *testing.T) {
 	go scrape()
 	require.Eventually(t, func() bool { return p.sim.Requests(simulator.EndpointConcurrency) == 3 }, hangTimeout, 5*time.Millisecond)
 	go scrape()
-	for range 2 {
-		m := samples(t, <-done)
+	bodies := []string{<-done, <-done}
+	for _, body := range bodies {
+		m := samples(t, body)
 		assert.Equal(t, map[string]float64{"app=support-desk": 0, "app=sales-avatar": 0, "app=museum-guide": 0}, m["duix_up"])
 	}
+	assert.Equal(t, bodies[0], bodies[1], "one gathering for both, the process metrics too")
 	assert.Equal(t, int64(3), p.sim.Requests(simulator.EndpointConcurrency), "one call per app for both scrapes")
 	assert.LessOrEqual(t, p.sim.Requests(simulator.EndpointSessions), int64(3))
+}
+
+// A gathering nobody waits for any more ends: a scrape that arrives after
+// the client of a scrape with a far deadline (no header: 120 s) left is
+// answered by its own deadline, not the other's.
+func TestAGatheringEndsWhenItsScrapesLeave(t *testing.T) {
+	t.Parallel()
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{})
+	p.sim.SetLatency("", "", time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/metrics", nil)
+		if err == nil {
+			var resp *http.Response
+			if resp, err = http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		first <- err
+	}()
+	require.Eventually(t, func() bool { return p.sim.Requests(simulator.EndpointConcurrency) == 3 }, hangTimeout, 5*time.Millisecond)
+	cancel()
+	require.Error(t, <-first)
+	require.Eventually(t, func() bool {
+		code, body := s.get(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", "1")
+		return code == http.StatusOK && strings.Contains(body, `duix_up{app="museum-guide"} 0`)
+	}, hangTimeout, 20*time.Millisecond, "answered by its own deadline")
 }
 
 func TestReload(t *testing.T) {

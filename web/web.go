@@ -19,6 +19,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
 	toolkit "github.com/prometheus/exporter-toolkit/web"
 
@@ -37,13 +38,12 @@ const (
 // Options configure the endpoints.
 type Options struct {
 	Name          string        // the exporter's name, the landing page's title
-	TelemetryPath string        // every app's metrics, then the process-wide ones
+	TelemetryPath string        // every app's metrics and the process-wide ones
 	MaxRequests   int           // scrapes in flight, /metrics and /probe together; more get 503 (0: unbounded)
 	TimeoutOffset time.Duration // subtracted from the scrape timeout Prometheus sends
 	WriteMargin   time.Duration // to write an answer past its scrape's deadline (0: DefaultWriteMargin)
 	Logger        log.Logger
-	Registerer    prometheus.Registerer // gets promhttp's own metrics (nil: none)
-	Janitor       Janitor               // shown on the landing page (nil: off)
+	Janitor       Janitor // shown on the landing page (nil: off)
 }
 
 // Janitor is what the landing page shows of the janitor: Enabled, and
@@ -55,10 +55,11 @@ type Janitor interface{ Enabled() bool }
 const reloadFailed = "Reloading the configuration failed: the previous configuration stays in use. " +
 	"The exporter's log says why; duix_exporter_config_last_reload_successful stays 0 until a reload succeeds."
 
-// NewHandler returns the exporter's endpoints. process holds the
-// process-wide metrics, served after every app's on the telemetry path;
+// NewHandler returns the exporter's endpoints. reg holds the process-wide
+// metrics (nil: none); it gets the collector of every app and promhttp's
+// own metrics, and the telemetry path serves it;
 // reload reloads the configuration (and logs why it failed).
-func NewHandler(exp *collector.Exporter, process prometheus.Gatherer, reload func() error, o Options) (_ http.Handler, err error) {
+func NewHandler(exp *collector.Exporter, reg *prometheus.Registry, reload func() error, o Options) (_ http.Handler, err error) {
 	defer func() { // the mux refuses a bad or taken telemetry path
 		if r := recover(); r != nil {
 			err = fmt.Errorf("telemetry path %q: %v", o.TelemetryPath, r)
@@ -66,13 +67,20 @@ func NewHandler(exp *collector.Exporter, process prometheus.Gatherer, reload fun
 	}()
 	o.Logger = cmp.Or(o.Logger, log.NewNopLogger())
 	o.WriteMargin = cmp.Or(max(o.WriteMargin, 0), DefaultWriteMargin)
-	s := &scraper{exp: exp, o: o}
+	s := &scraper{exp: exp, o: o, log: &errorLog{l: o.Logger}, waiting: map[context.Context]bool{}, cancel: func() {}}
 	if o.MaxRequests > 0 {
 		s.slots = make(chan struct{}, o.MaxRequests)
 	}
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	if err := reg.Register(everyApp{s}); err != nil {
+		return nil, err
+	}
+	s.reg = reg
 	mux := http.NewServeMux()
-	mux.Handle(o.TelemetryPath, s.handler(process, func(*http.Request) ([]string, error) { return nil, nil }))
-	mux.Handle("/probe", s.handler(nil, s.probeApp))
+	mux.Handle(o.TelemetryPath, s.handler(promhttp.HandlerFor(reg, s.opts(true))))
+	mux.Handle("/probe", s.handler(nil))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Healthy") })
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Ready") })
 	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
