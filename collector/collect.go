@@ -26,41 +26,29 @@ func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector. It fetches the apps, as many
 // at once as api.max_concurrency, and sends each app's series as soon as
-// its result is there. When the request's deadline comes, it leaves: the
-// fetches under way go on for the others, and an app not fetched by then
-// is down for this request alone, unless its result landed as it left.
+// its result is there.
 func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 	apps, set := s.e.snapshot(s.names)
-	results, out := make([]*result, len(apps)), make(chan int, len(apps)) // the workers never wait for Collect
+	type fetched struct {
+		st *appState
+		r  *result
+	}
+	out := make(chan fetched, len(apps)) // the workers never wait for Collect
 	var next atomic.Int64
 	for range min(max(set.api.MaxConcurrency, 1), len(apps)) {
 		go func() {
 			for i := next.Add(1) - 1; i < int64(len(apps)); i = next.Add(1) - 1 {
-				results[i] = s.fetch(apps[i], set)
-				out <- int(i)
+				out <- fetched{apps[i], s.fetch(apps[i], set)}
 			}
 		}()
 	}
-	sent := make([]bool, len(apps))
-	send := func(i int, r *result) {
-		if sent[i] = true; r == nil { // not fetched in time: down for this request only
-			r = &result{duration: time.Since(s.arrived)}
-		}
-		for _, m := range apps[i].metrics(r, s.e.opts.Now()) {
-			ch <- m
-		}
-	}
 	for range apps {
-		select {
-		case i := <-out:
-			send(i, results[i])
-		case <-s.ctx.Done():
-			for i, st := range apps {
-				if r, _ := st.lastResult(); !sent[i] {
-					send(i, r.landedSince(s.arrived))
-				}
-			}
-			return
+		f := <-out
+		if f.r == nil { // not fetched in time: down for this request only
+			f.r = &result{duration: time.Since(s.arrived)}
+		}
+		for _, m := range f.st.metrics(f.r, s.e.opts.Now()) {
+			ch <- m
 		}
 	}
 }

@@ -29,7 +29,7 @@ func (s *scrape) fetch(st *appState, set settings) *result {
 	case r != nil && set.api.MinInterval > 0 && s.e.opts.Now().Sub(r.started) < time.Duration(set.api.MinInterval):
 		s.e.shared.WithLabelValues("cached").Inc()
 		return r
-	case r.landedSince(s.arrived) != nil:
+	case r != nil && !r.landed.Before(s.arrived):
 		s.e.shared.WithLabelValues("in_flight").Inc()
 		return r
 	case s.ctx.Err() != nil:
@@ -37,19 +37,27 @@ func (s *scrape) fetch(st *appState, set settings) *result {
 	case flying: // joins it (or reuses it, landed since)
 		s.e.shared.WithLabelValues("in_flight").Inc()
 	}
-	mine := false // this request's worker makes the calls
-	v, _, _ := st.flights.Do("", func() (any, error) { mine = true; return s.e.fly(st, set, s.arrived), nil })
-	if !mine && !flying { // joined a fetch that had not begun its calls
-		s.e.shared.WithLabelValues("in_flight").Inc()
+	mine := false // this request's function makes the calls
+	ch := st.flights.DoChan("", func() (any, error) { mine = true; return s.e.fly(st, set, s.arrived), nil })
+	select {
+	case res := <-ch:
+		if !mine && !flying { // joined a fetch that had not begun its calls
+			s.e.shared.WithLabelValues("in_flight").Inc()
+		}
+		return res.Val.(*result)
+	case <-s.ctx.Done(): // left: the fetch goes on for the others
+		if r, _ := st.lastResult(); r != nil && !r.landed.Before(s.arrived) {
+			return r // landed as the request left
+		}
+		return nil
 	}
-	return v.(*result)
 }
 
 // fly makes the calls of a fetch of st, each on a slot: getconcurrentNumber and getconcurrentList,
 // whose outcome it records, and a refresh of the conversations due (unless one is under way), then waited for.
 func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	st.mu.Lock()
-	if r := st.last.landedSince(arrived); r != nil {
+	if r := st.last; r != nil && !r.landed.Before(arrived) {
 		st.mu.Unlock()
 		return r // landed after the request looked, before this fetch began
 	}

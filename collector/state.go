@@ -23,14 +23,6 @@ type result struct {
 	perConv          map[string]int // per configured conversation; nil unless the list was fetched
 }
 
-// landedSince returns r when it landed at t or after, else nil.
-func (r *result) landedSince(t time.Time) *result {
-	if r != nil && !r.landed.Before(t) {
-		return r
-	}
-	return nil
-}
-
 // conversation is the last known details of a configured conversation.
 type conversation struct {
 	id                     string

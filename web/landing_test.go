@@ -70,7 +70,9 @@ func getLanding(t *testing.T, h http.Handler, path string) (*httptest.ResponseRe
 func TestLandingPageShowsTheLastScrape(t *testing.T) {
 	p := startPlatform(t)
 	exp := newTestExporter(t, p)
-	page := &landingPage{name: "duix_exporter", telemetryPath: "/metrics", statuses: exp.Statuses}
+	page := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		landingPage(w, Options{Name: "duix_exporter", TelemetryPath: "/metrics"}, exp.Statuses())
+	})
 
 	rec, body := getLanding(t, page, "/")
 	require.Equal(t, http.StatusOK, rec.Code)
@@ -131,7 +133,9 @@ func TestLandingPageShowsTheLastScrape(t *testing.T) {
 func TestLandingPageEscapesErrors(t *testing.T) {
 	p := startPlatform(t)
 	exp := newTestExporter(t, p)
-	page := &landingPage{name: "duix_exporter", telemetryPath: "/custom-metrics", statuses: exp.Statuses}
+	page := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		landingPage(w, Options{Name: "duix_exporter", TelemetryPath: "/custom-metrics"}, exp.Statuses())
+	})
 	// A gateway's HTML page ends up in the error message.
 	p.faults.SetFault(p.id("sales-avatar"), simulator.EndpointConcurrency, platformtest.Fault{Kind: platformtest.FaultHTML502})
 	scrapeOnce(t, exp)
@@ -150,10 +154,10 @@ func TestLandingPageEscapesErrors(t *testing.T) {
 	assert.Equal(t, "up", rows["support-desk"][1].text)
 
 	// Whatever a status holds is escaped.
-	page.statuses = func() []collector.Status {
-		return []collector.Status{{Name: `<b>x</b>`, AppID: `"><script>`, LastScrape: time.Now(), LastError: "<script>alert(1)</script>"}}
-	}
-	_, body = getLanding(t, page, "/")
+	rec := httptest.NewRecorder()
+	landingPage(rec, Options{Name: "duix_exporter", TelemetryPath: "/custom-metrics"},
+		[]collector.Status{{Name: `<b>x</b>`, AppID: `"><script>`, LastScrape: time.Now(), LastError: "<script>alert(1)</script>"}})
+	body = rec.Body.String()
 	assert.NotContains(t, body, "<script", "works without JavaScript, and none can be injected")
 	assert.NotContains(t, body, "<b>x")
 	assert.Contains(t, body, "&lt;script&gt;alert(1)&lt;/script&gt;")

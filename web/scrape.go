@@ -57,17 +57,14 @@ func scrapeTimeout(h http.Header, offset time.Duration) (time.Duration, error) {
 	return 0, errors.New("scrape timeout too short: at least 100ms after --scrape.timeout-offset")
 }
 
-// scraper serves scrapes. The telemetry path has one promhttp handler, whose
-// gatherings simultaneous scrapes share (CoalesceGather): a gathering of
-// every app lasts until the earliest deadline of the scrapes waiting when it
-// begins, or until none waits any more. /probe builds a registry per
-// request, as blackbox_exporter builds one per probe.
+// scraper serves scrapes. The telemetry path has one promhttp handler whose gatherings simultaneous scrapes share
+// (CoalesceGather): a gathering of every app lasts until the earliest deadline of the scrapes waiting when it
+// begins, or until none waits any more. /probe builds a registry per request, as blackbox_exporter per probe.
 type scraper struct {
 	exp     *collector.Exporter
 	o       Options
-	reg     *prometheus.Registry // the process-wide metrics
-	slots   chan struct{}        // scrapes in flight, /metrics and /probe together; nil: unbounded
-	log     *errorLog
+	opts    promhttp.HandlerOpts
+	slots   chan struct{} // scrapes in flight, /metrics and /probe together; nil: unbounded
 	mu      sync.Mutex
 	waiting map[context.Context]bool // the telemetry path's scrapes under way
 	cancel  context.CancelFunc       // ends the gathering under way
@@ -76,8 +73,7 @@ type scraper struct {
 // handler serves the telemetry path with metrics, or /probe when nil.
 func (s *scraper) handler(metrics http.Handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var names []string
-		var err error
+		names, err := []string(nil), error(nil)
 		if metrics == nil {
 			names, err = s.probeApp(r)
 		}
@@ -108,16 +104,9 @@ func (s *scraper) handler(metrics http.Handler) http.HandlerFunc {
 			return
 		}
 		reg := prometheus.NewRegistry()
-		if err := reg.Register(s.exp.Collector(ctx, names...)); err != nil {
-			http.Error(w, "internal error: the scrape's collector cannot be registered: "+err.Error(), http.StatusInternalServerError)
-			return
-		}
-		promhttp.HandlerFor(reg, s.opts(false)).ServeHTTP(w, r)
+		reg.MustRegister(s.exp.Collector(ctx, names...))
+		promhttp.HandlerFor(reg, s.opts).ServeHTTP(w, r)
 	}
-}
-
-func (s *scraper) opts(coalesce bool) promhttp.HandlerOpts {
-	return promhttp.HandlerOpts{ErrorLog: s.log, ErrorHandling: promhttp.ContinueOnError, Registry: s.reg, CoalesceGather: coalesce}
 }
 
 // join counts ctx among the scrapes waiting for a gathering of every app until it ends.
@@ -134,14 +123,11 @@ func (s *scraper) join(ctx context.Context) {
 	})
 }
 
-// everyApp is the collector of the telemetry path.
-type everyApp struct{ *scraper }
+// Describe implements prometheus.Collector: unchecked, /probe's registries check the same series.
+func (s *scraper) Describe(chan<- *prometheus.Desc) {}
 
-func (s everyApp) Describe(ch chan<- *prometheus.Desc) {
-	s.exp.Collector(context.Background()).Describe(ch)
-}
-
-func (s everyApp) Collect(ch chan<- prometheus.Metric) {
+// Collect implements prometheus.Collector: a gathering of every app.
+func (s *scraper) Collect(ch chan<- prometheus.Metric) {
 	s.mu.Lock()
 	deadline := time.Now().Add(MaxScrapeTimeout)
 	for w := range s.waiting {

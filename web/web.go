@@ -43,22 +43,16 @@ type Options struct {
 	TimeoutOffset time.Duration // subtracted from the scrape timeout Prometheus sends
 	WriteMargin   time.Duration // to write an answer past its scrape's deadline (0: DefaultWriteMargin)
 	Logger        log.Logger
-	Janitor       Janitor // shown on the landing page (nil: off)
+	Janitor       interface{ Enabled() bool } // the landing page shows Enabled and Recent, its last decisions (nil: off)
 }
-
-// Janitor is what the landing page shows of the janitor: Enabled, and
-// Recent, its last decisions (read by the template).
-type Janitor interface{ Enabled() bool }
 
 // reloadFailed answers a failed reload. The reason may quote the file,
 // which can hold credentials: it goes to the log only.
 const reloadFailed = "Reloading the configuration failed: the previous configuration stays in use. " +
 	"The exporter's log says why; duix_exporter_config_last_reload_successful stays 0 until a reload succeeds."
 
-// NewHandler returns the exporter's endpoints. reg holds the process-wide
-// metrics (nil: none); it gets the collector of every app and promhttp's
-// own metrics, and the telemetry path serves it;
-// reload reloads the configuration (and logs why it failed).
+// NewHandler returns the exporter's endpoints. The telemetry path serves reg, the process-wide metrics (nil: none),
+// which gets every app's collector and promhttp's metrics; reload reloads the configuration (and logs why it failed).
 func NewHandler(exp *collector.Exporter, reg *prometheus.Registry, reload func() error, o Options) (_ http.Handler, err error) {
 	defer func() { // the mux refuses a bad or taken telemetry path
 		if r := recover(); r != nil {
@@ -67,19 +61,17 @@ func NewHandler(exp *collector.Exporter, reg *prometheus.Registry, reload func()
 	}()
 	o.Logger = cmp.Or(o.Logger, log.NewNopLogger())
 	o.WriteMargin = cmp.Or(max(o.WriteMargin, 0), DefaultWriteMargin)
-	s := &scraper{exp: exp, o: o, log: &errorLog{l: o.Logger}, waiting: map[context.Context]bool{}, cancel: func() {}}
+	reg = cmp.Or(reg, prometheus.NewRegistry())
+	s := &scraper{exp: exp, o: o, waiting: map[context.Context]bool{}, cancel: func() {},
+		opts: promhttp.HandlerOpts{ErrorLog: &errorLog{l: o.Logger}, ErrorHandling: promhttp.ContinueOnError, Registry: reg}}
 	if o.MaxRequests > 0 {
 		s.slots = make(chan struct{}, o.MaxRequests)
 	}
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
-	if err := reg.Register(everyApp{s}); err != nil {
-		return nil, err
-	}
-	s.reg = reg
+	reg.MustRegister(s)
+	metrics := s.opts
+	metrics.CoalesceGather = true
 	mux := http.NewServeMux()
-	mux.Handle(o.TelemetryPath, s.handler(promhttp.HandlerFor(reg, s.opts(true))))
+	mux.Handle(o.TelemetryPath, s.handler(promhttp.HandlerFor(reg, metrics)))
 	mux.Handle("/probe", s.handler(nil))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Healthy") })
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Ready") })
@@ -94,8 +86,8 @@ func NewHandler(exp *collector.Exporter, reg *prometheus.Registry, reload func()
 			fmt.Fprintln(w, "Configuration reloaded")
 		}
 	})
-	if o.TelemetryPath != "/" {
-		mux.Handle("/{$}", &landingPage{name: o.Name, telemetryPath: o.TelemetryPath, statuses: exp.Statuses, janitor: o.Janitor})
+	if o.TelemetryPath != "/" { // the landing page lists the apps with what the last scrape found; it calls nothing itself
+		mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) { landingPage(w, o, exp.Statuses()) })
 	}
 	return mux, nil
 }
@@ -139,18 +131,10 @@ var landingHTML string
 
 var landingTemplate = template.Must(template.New("landing").Parse(landingHTML))
 
-// landingPage lists the configured apps with what the last scrape found;
-// it calls nothing itself.
-type landingPage struct {
-	name, telemetryPath string
-	statuses            func() []collector.Status
-	janitor             Janitor
-}
-
-func (p *landingPage) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+func landingPage(w http.ResponseWriter, o Options, apps []collector.Status) {
 	var b bytes.Buffer
-	if err := landingTemplate.Execute(&b, map[string]any{"Name": p.name, "Version": version.Info(), "TelemetryPath": p.telemetryPath,
-		"Now": time.Now(), "Apps": p.statuses(), "Janitor": p.janitor}); err != nil {
+	if err := landingTemplate.Execute(&b, map[string]any{"Name": o.Name, "Version": version.Info(), "TelemetryPath": o.TelemetryPath,
+		"Now": time.Now(), "Apps": apps, "Janitor": o.Janitor}); err != nil {
 		http.Error(w, "rendering the landing page failed", http.StatusInternalServerError)
 		return
 	}
