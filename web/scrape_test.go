@@ -171,20 +171,8 @@ func TestScrapeLimitIsSharedByMetricsAndProbe(t *testing.T) {
 	p.sim.SetLatency("", "", time.Hour)
 
 	// A scrape holds the only slot until the test cancels it.
-	ctx, cancel := context.WithCancel(context.Background())
+	first, cancel := s.scrapeUntilCancelled()
 	defer cancel()
-	first := make(chan error, 1)
-	go func() {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/metrics", nil)
-		if err == nil {
-			var resp *http.Response
-			if resp, err = http.DefaultClient.Do(req); err == nil {
-				_, err = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-		}
-		first <- err
-	}()
 	require.Eventually(t, func() bool { return p.sim.Requests(simulator.EndpointConcurrency) > 0 }, hangTimeout, 5*time.Millisecond)
 	for _, path := range []string{"/metrics", "/probe?app=museum-guide"} {
 		code, body := s.get(t, path)
@@ -305,18 +293,7 @@ func TestAGatheringEndsWhenItsScrapesLeave(t *testing.T) {
 	p := startPlatform(t)
 	s := serve(t, p.config, Options{})
 	p.sim.SetLatency("", "", time.Hour)
-	ctx, cancel := context.WithCancel(context.Background())
-	first := make(chan error, 1)
-	go func() {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/metrics", nil)
-		if err == nil {
-			var resp *http.Response
-			if resp, err = http.DefaultClient.Do(req); err == nil {
-				resp.Body.Close()
-			}
-		}
-		first <- err
-	}()
+	first, cancel := s.scrapeUntilCancelled()
 	require.Eventually(t, func() bool { return p.sim.Requests(simulator.EndpointConcurrency) == 3 }, hangTimeout, 5*time.Millisecond)
 	cancel()
 	require.Error(t, <-first)
@@ -382,4 +359,23 @@ func TestABadTelemetryPathIsAnError(t *testing.T) {
 	}
 	_, err := NewHandler(exp, nil, func() error { return nil }, Options{TelemetryPath: "/custom/metrics"})
 	assert.NoError(t, err)
+}
+
+// scrapeUntilCancelled scrapes /metrics without a scrape timeout until
+// cancel is called; the channel gets the error of reading the answer.
+func (s *server) scrapeUntilCancelled() (<-chan error, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/metrics", nil)
+		if err == nil {
+			var resp *http.Response
+			if resp, err = http.DefaultClient.Do(req); err == nil {
+				_, err = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}
+		done <- err
+	}()
+	return done, cancel
 }
