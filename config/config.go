@@ -196,15 +196,6 @@ func Parse(data []byte, dir string) (*Config, error) {
 	return cfg, nil
 }
 
-// String returns the configuration as YAML, secrets shown as "<secret>".
-func (c *Config) String() string {
-	b, err := yaml.Marshal(c)
-	if err != nil {
-		return fmt.Sprintf("<error creating config string: %s>", err)
-	}
-	return string(b)
-}
-
 // UnmarshalYAML implements yaml.Unmarshaler. The YAML decoder decodes a
 // section onto the defaults the pointers below point to, and sets a
 // section left empty to nil instead: such a section gets its defaults too.

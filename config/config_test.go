@@ -244,33 +244,6 @@ func TestRelativeFilePaths(t *testing.T) {
 	})
 }
 
-func TestStringHidesSecrets(t *testing.T) {
-	cfg, err := Load("testdata/good.yml")
-	require.NoError(t, err)
-	s := cfg.String()
-
-	assert.NotContains(t, s, secretMarker)
-	assert.NotContains(t, s, "inline-sales-app-key")
-	assert.NotContains(t, s, "inline-marketing-token")
-	assert.Equal(t, 2, strings.Count(s, "<secret>"), s)
-	// The rest is there.
-	assert.Contains(t, s, "name: sales")
-	assert.Contains(t, s, "auth_header: token")
-	assert.Contains(t, s, "token_ttl: 1h")
-	assert.Contains(t, s, filepath.Join(testdataDir(t), "secrets", "billing.key"))
-	assert.Contains(t, s, "proxy_url: http://proxy.example.internal:3128")
-}
-
-func TestStringRoundTrip(t *testing.T) {
-	cfg, err := Load("testdata/minimal.yml")
-	require.NoError(t, err)
-	again, err := Parse([]byte(cfg.String()), "")
-	require.NoError(t, err)
-	assert.Equal(t, cfg.API, again.API)
-	assert.Equal(t, cfg.Apps[0].Name, again.Apps[0].Name)
-	assert.Equal(t, promconfig.Secret("<secret>"), again.Apps[0].AppKey)
-}
-
 func TestInvalidConfigs(t *testing.T) {
 	tests := []struct {
 		file string

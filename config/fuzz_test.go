@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v2"
+
 	"github.com/duix-exporter/duix_exporter/config"
 )
 
@@ -66,13 +68,13 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 
-		printed := cfg.String()
+		printed := marshal(t, cfg)
 		again, err := config.Parse([]byte(printed), dir)
 		if err != nil {
 			t.Fatalf("the printed configuration is refused: %v\n%s", err, printed)
 		}
-		if again.String() != printed {
-			t.Fatalf("printing is not stable:\n%s\n---\n%s", printed, again.String())
+		if marshal(t, again) != printed {
+			t.Fatalf("printing is not stable:\n%s\n---\n%s", printed, marshal(t, again))
 		}
 		for i, app := range again.Apps {
 			if (cfg.Apps[i].AppKey != "") != (app.AppKey == "<secret>") || (cfg.Apps[i].Token != "") != (app.Token == "<secret>") {
@@ -80,4 +82,13 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// marshal prints cfg as YAML, secrets shown as "<secret>" (promconfig.Secret).
+func marshal(t *testing.T, cfg *config.Config) string {
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatalf("printing the configuration: %v", err)
+	}
+	return string(b)
 }

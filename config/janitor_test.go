@@ -33,12 +33,6 @@ apps:
 	assert.Equal(t, Janitor{MaxStopsPerHour: 3, AlertName: "KioskStuck"}, cfg.Janitor)
 	assert.Equal(t, &AppJanitor{MaxSessionAge: model.Duration(2 * time.Hour)}, cfg.Apps[0].Janitor)
 	assert.Nil(t, cfg.Apps[1].Janitor)
-
-	// The section survives String and a second Parse.
-	again, err := Parse([]byte(cfg.String()), "")
-	require.NoError(t, err)
-	assert.Equal(t, cfg.Janitor, again.Janitor)
-	assert.Equal(t, cfg.Apps[0].Janitor, again.Apps[0].Janitor)
 }
 
 func TestJanitorInvalid(t *testing.T) {

@@ -8,16 +8,17 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/duix-exporter/duix_exporter/collector"
 )
@@ -32,29 +33,26 @@ const (
 
 const timeoutHeader = "X-Prometheus-Scrape-Timeout-Seconds"
 
-// decimalSeconds is the header's syntax (ParseFloat also takes "NaN", "0x1p3", "1_0").
-var decimalSeconds = regexp.MustCompile(`^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$`)
-
 // scrapeTimeout returns Prometheus' scrape timeout less offset, so that a
 // slow platform yields duix_up 0 before Prometheus gives up;
 // DefaultScrapeTimeout without the header.
 func scrapeTimeout(h http.Header, offset time.Duration) (time.Duration, error) {
 	vs := h.Values(timeoutHeader)
-	switch {
-	case len(vs) == 0 || (len(vs) == 1 && vs[0] == ""):
+	if len(vs) == 0 || (len(vs) == 1 && vs[0] == "") {
 		return DefaultScrapeTimeout, nil
-	case len(vs) > 1:
-		return 0, fmt.Errorf("invalid %s: give it once", timeoutHeader)
 	}
 	secs, err := strconv.ParseFloat(vs[0], 64)
-	if !decimalSeconds.MatchString(vs[0]) || err != nil || secs <= 0 || secs > MaxScrapeTimeout.Seconds() {
+	timeout := time.Duration(math.Round(secs*float64(time.Second))) - offset
+	switch {
+	case len(vs) > 1:
+		return 0, fmt.Errorf("invalid %s: give it once", timeoutHeader)
+	case err != nil || !(secs > 0 && secs <= MaxScrapeTimeout.Seconds()): // not NaN
 		return 0, fmt.Errorf("invalid %s %s: want a number of seconds greater than 0 and at most %g",
 			timeoutHeader, strconv.Quote(vs[0][:min(len(vs[0]), 32)]), MaxScrapeTimeout.Seconds())
+	case timeout < MinScrapeTimeout:
+		return 0, errors.New("scrape timeout too short: at least 100ms after --scrape.timeout-offset")
 	}
-	if timeout := time.Duration(math.Round(secs*float64(time.Second))) - offset; timeout >= MinScrapeTimeout {
-		return timeout, nil
-	}
-	return 0, errors.New("scrape timeout too short: at least 100ms after --scrape.timeout-offset")
+	return timeout, nil
 }
 
 // scraper serves scrapes. The telemetry path has one promhttp handler whose gatherings simultaneous scrapes share
@@ -64,7 +62,7 @@ type scraper struct {
 	exp     *collector.Exporter
 	o       Options
 	opts    promhttp.HandlerOpts
-	slots   chan struct{} // scrapes in flight, /metrics and /probe together; nil: unbounded
+	slots   *semaphore.Weighted // scrapes in flight, /metrics and /probe together
 	mu      sync.Mutex
 	waiting map[context.Context]bool // the telemetry path's scrapes under way
 	cancel  context.CancelFunc       // ends the gathering under way
@@ -82,20 +80,14 @@ func (s *scraper) handler(metrics http.Handler) http.HandlerFunc {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		select {
-		case s.slots <- struct{}{}:
-			defer func() { <-s.slots }()
-		default:
-			if s.slots != nil {
-				http.Error(w, fmt.Sprintf("Limit of concurrent scrapes reached (%d), try again later.", cap(s.slots)), http.StatusServiceUnavailable)
-				return
-			}
+		if !s.slots.TryAcquire(1) {
+			http.Error(w, fmt.Sprintf("Limit of concurrent scrapes reached (%d), try again later.", s.o.MaxRequests), http.StatusServiceUnavailable)
+			return
 		}
-		// A client that does not read its answer is cut off the write
-		// margin after the scrape's deadline, which frees its slot.
-		if err := http.NewResponseController(w).SetWriteDeadline(time.Now().Add(timeout + s.o.WriteMargin)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			level.Warn(s.o.Logger).Log("msg", "Cannot bound the time to write a scrape's answer", "err", err)
-		}
+		defer s.slots.Release(1)
+		// A client that does not read its answer is cut off the write margin after the scrape's
+		// deadline, which frees its slot (net/http's writers support it: other writers are not bounded).
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(timeout + s.o.WriteMargin))
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		if metrics != nil {
@@ -166,16 +158,12 @@ func (s *scraper) probeApp(r *http.Request) ([]string, error) {
 // client that leaves fails the write of every metric family.
 type errorLog struct {
 	l    log.Logger
-	mu   sync.Mutex
-	last string
+	last atomic.Pointer[string]
 }
 
 func (e *errorLog) Println(v ...any) {
 	msg := strings.TrimSpace(fmt.Sprintln(v...))
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if msg != e.last {
-		e.last = msg
+	if last := e.last.Swap(&msg); last == nil || *last != msg {
 		level.Error(e.l).Log("msg", msg)
 	}
 }

@@ -5,7 +5,6 @@
 package web
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	_ "embed"
@@ -13,6 +12,7 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"math"
 	"net/http"
 	"time"
 
@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
 	toolkit "github.com/prometheus/exporter-toolkit/web"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/duix-exporter/duix_exporter/collector"
 )
@@ -46,11 +47,6 @@ type Options struct {
 	Janitor       interface{ Enabled() bool } // the landing page shows Enabled and Recent, its last decisions (nil: off)
 }
 
-// reloadFailed answers a failed reload. The reason may quote the file,
-// which can hold credentials: it goes to the log only.
-const reloadFailed = "Reloading the configuration failed: the previous configuration stays in use. " +
-	"The exporter's log says why; duix_exporter_config_last_reload_successful stays 0 until a reload succeeds."
-
 // NewHandler returns the exporter's endpoints. The telemetry path serves reg, the process-wide metrics (nil: none),
 // which gets every app's collector and promhttp's metrics; reload reloads the configuration (and logs why it failed).
 func NewHandler(exp *collector.Exporter, reg *prometheus.Registry, reload func() error, o Options) (_ http.Handler, err error) {
@@ -62,16 +58,11 @@ func NewHandler(exp *collector.Exporter, reg *prometheus.Registry, reload func()
 	o.Logger = cmp.Or(o.Logger, log.NewNopLogger())
 	o.WriteMargin = cmp.Or(max(o.WriteMargin, 0), DefaultWriteMargin)
 	reg = cmp.Or(reg, prometheus.NewRegistry())
-	s := &scraper{exp: exp, o: o, waiting: map[context.Context]bool{}, cancel: func() {},
-		opts: promhttp.HandlerOpts{ErrorLog: &errorLog{l: o.Logger}, ErrorHandling: promhttp.ContinueOnError, Registry: reg}}
-	if o.MaxRequests > 0 {
-		s.slots = make(chan struct{}, o.MaxRequests)
-	}
+	s := &scraper{exp: exp, o: o, slots: semaphore.NewWeighted(cmp.Or(int64(max(o.MaxRequests, 0)), math.MaxInt64)), waiting: map[context.Context]bool{}, cancel: func() {},
+		opts: promhttp.HandlerOpts{ErrorLog: &errorLog{l: o.Logger}, ErrorHandling: promhttp.ContinueOnError, Registry: reg, CoalesceGather: true}}
 	reg.MustRegister(s)
-	metrics := s.opts
-	metrics.CoalesceGather = true
 	mux := http.NewServeMux()
-	mux.Handle(o.TelemetryPath, s.handler(promhttp.HandlerFor(reg, metrics)))
+	mux.Handle(o.TelemetryPath, s.handler(promhttp.HandlerFor(reg, s.opts)))
 	mux.Handle("/probe", s.handler(nil))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Healthy") })
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Ready") })
@@ -80,8 +71,9 @@ func NewHandler(exp *collector.Exporter, reg *prometheus.Registry, reload func()
 		case r.Method != http.MethodPost && r.Method != http.MethodPut:
 			w.Header().Set("Allow", "POST, PUT")
 			http.Error(w, "This endpoint requires a POST or PUT request.", http.StatusMethodNotAllowed)
-		case reload() != nil:
-			http.Error(w, reloadFailed, http.StatusInternalServerError)
+		case reload() != nil: // the reason may quote the file, which can hold credentials: it goes to the log only
+			http.Error(w, "Reloading the configuration failed: the previous configuration stays in use. The exporter's log says why; "+
+				"duix_exporter_config_last_reload_successful stays 0 until a reload succeeds.", http.StatusInternalServerError)
 		default:
 			fmt.Fprintln(w, "Configuration reloaded")
 		}
@@ -132,13 +124,8 @@ var landingHTML string
 var landingTemplate = template.Must(template.New("landing").Parse(landingHTML))
 
 func landingPage(w http.ResponseWriter, o Options, apps []collector.Status) {
-	var b bytes.Buffer
-	if err := landingTemplate.Execute(&b, map[string]any{"Name": o.Name, "Version": version.Info(), "TelemetryPath": o.TelemetryPath,
-		"Now": time.Now(), "Apps": apps, "Janitor": o.Janitor}); err != nil {
-		http.Error(w, "rendering the landing page failed", http.StatusInternalServerError)
-		return
-	}
 	w.Header().Set("Content-Type", "text/html; charset=UTF-8")
 	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(b.Bytes()) // #nosec G705 -- an html/template rendering, which escapes every value
+	_ = landingTemplate.Execute(w, map[string]any{"Name": o.Name, "Version": version.Info(), "TelemetryPath": o.TelemetryPath,
+		"Now": time.Now(), "Apps": apps, "Janitor": o.Janitor}) // fails only when the client has left
 }
