@@ -77,8 +77,12 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "%s: %v, try --help\n", exporterName, err)
 		return 2
 	}
-	if o.maxProcs < 0 {
+	switch {
+	case o.maxProcs < 0:
 		fmt.Fprintf(os.Stderr, "%s: --runtime.gomaxprocs must be 0 or more, got %d, try --help\n", exporterName, o.maxProcs)
+		return 2
+	case o.timeoutOffset < 0: // it would lengthen scrapes past the 1 h bound of the header
+		fmt.Fprintf(os.Stderr, "%s: --scrape.timeout-offset must be 0 or more, got %s, try --help\n", exporterName, o.timeoutOffset)
 		return 2
 	}
 	logger, slogger := newLogger(os.Stderr, o.logLevel, o.logFormat)

@@ -380,6 +380,11 @@ func TestRuntimeSettingsUnlessToldOtherwise(t *testing.T) {
 	require.ErrorAs(t, err, &ee, "a negative value is refused: %s", out)
 	assert.Equal(t, 2, ee.ExitCode())
 	assert.Contains(t, string(out), "--runtime.gomaxprocs must be 0 or more, got -1")
+
+	out, err = exec.Command(binary, "--scrape.timeout-offset=-1s", "--demo").CombinedOutput()
+	require.ErrorAs(t, err, &ee, "a negative offset is refused: %s", out)
+	assert.Equal(t, 2, ee.ExitCode())
+	assert.Contains(t, string(out), "--scrape.timeout-offset must be 0 or more, got -1s")
 }
 
 // logLine is one log line: its keys in the order of the text, and values.

@@ -28,10 +28,9 @@ const (
 	DefaultScrapeTimeout = 120 * time.Second      // without X-Prometheus-Scrape-Timeout-Seconds
 	MaxScrapeTimeout     = time.Hour              // the most a request may ask for
 	MinScrapeTimeout     = 100 * time.Millisecond // the least left after the offset: less cannot make a call
-	DefaultWriteMargin   = 10 * time.Second       // to write an answer past its scrape's deadline
+	DefaultWriteMargin   = 10 * time.Second       // to write an answer from its first byte
+	timeoutHeader        = "X-Prometheus-Scrape-Timeout-Seconds"
 )
-
-const timeoutHeader = "X-Prometheus-Scrape-Timeout-Seconds"
 
 // scrapeTimeout returns Prometheus' scrape timeout less offset, so that a
 // slow platform yields duix_up 0 before Prometheus gives up;
@@ -56,25 +55,22 @@ func scrapeTimeout(h http.Header, offset time.Duration) (time.Duration, error) {
 }
 
 // scraper serves scrapes. The telemetry path has one promhttp handler whose gatherings simultaneous scrapes share
-// (CoalesceGather): a gathering of every app lasts until the earliest deadline of the scrapes waiting when it
-// begins, or until none waits any more. /probe builds a registry per request, as blackbox_exporter per probe.
+// (CoalesceGather): a gathering of every app lasts while a scrape waits for it (each until its own deadline), so no
+// client can cut it short for the others. /probe builds a registry per request, as blackbox_exporter per probe.
 type scraper struct {
 	exp     *collector.Exporter
 	o       Options
 	opts    promhttp.HandlerOpts
 	slots   *semaphore.Weighted // scrapes in flight, /metrics and /probe together
 	mu      sync.Mutex
-	waiting map[context.Context]bool // the telemetry path's scrapes under way
-	cancel  context.CancelFunc       // ends the gathering under way
+	waiting int                // the telemetry path's scrapes under way
+	cancel  context.CancelFunc // ends the gathering under way
 }
 
 // handler serves the telemetry path with metrics, or /probe when nil.
 func (s *scraper) handler(metrics http.Handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		names, err := []string(nil), error(nil)
-		if metrics == nil {
-			names, err = s.probeApp(r)
-		}
+		names, err := s.probeApp(r, metrics != nil)
 		timeout, terr := scrapeTimeout(r.Header, s.o.TimeoutOffset)
 		if err = cmp.Or(err, terr); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -85,13 +81,20 @@ func (s *scraper) handler(metrics http.Handler) http.HandlerFunc {
 			return
 		}
 		defer s.slots.Release(1)
-		// A client that does not read its answer is cut off the write margin after the scrape's
-		// deadline, which frees its slot (net/http's writers support it: other writers are not bounded).
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(timeout + s.o.WriteMargin))
+		w = &firstByte{ResponseWriter: w, margin: s.o.WriteMargin}
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
-		if metrics != nil {
-			s.join(ctx)
+		if metrics != nil { // counted among the scrapes that wait for a gathering of every app until ctx ends
+			s.mu.Lock()
+			s.waiting++
+			s.mu.Unlock()
+			context.AfterFunc(ctx, func() {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				if s.waiting--; s.waiting == 0 {
+					s.cancel() // nobody waits for the gathering under way
+				}
+			})
 			metrics.ServeHTTP(w, r)
 			return
 		}
@@ -101,44 +104,27 @@ func (s *scraper) handler(metrics http.Handler) http.HandlerFunc {
 	}
 }
 
-// join counts ctx among the scrapes waiting for a gathering of every app until it ends.
-func (s *scraper) join(ctx context.Context) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.waiting[ctx] = true
-	context.AfterFunc(ctx, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if delete(s.waiting, ctx); len(s.waiting) == 0 {
-			s.cancel() // nobody waits for the gathering under way
-		}
-	})
-}
-
 // Describe implements prometheus.Collector: unchecked, /probe's registries check the same series.
 func (s *scraper) Describe(chan<- *prometheus.Desc) {}
 
-// Collect implements prometheus.Collector: a gathering of every app.
+// Collect implements prometheus.Collector: a gathering of every app, until no scrape waits for it.
 func (s *scraper) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), MaxScrapeTimeout)
+	defer cancel()
 	s.mu.Lock()
-	deadline := time.Now().Add(MaxScrapeTimeout)
-	for w := range s.waiting {
-		if d, _ := w.Deadline(); d.Before(deadline) {
-			deadline = d
-		}
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	if s.cancel = cancel; len(s.waiting) == 0 {
+	if s.cancel = cancel; s.waiting == 0 {
 		cancel()
 	}
 	s.mu.Unlock()
-	defer cancel()
 	s.exp.Collector(ctx).Collect(ch)
 }
 
-// probeApp picks the one app of /probe?app=NAME. Only configured names
-// are accepted; the request never chooses a URL or a credential.
-func (s *scraper) probeApp(r *http.Request) ([]string, error) {
+// probeApp picks the one app of /probe?app=NAME (none for all). Only configured
+// names are accepted; the request never chooses a URL or a credential.
+func (s *scraper) probeApp(r *http.Request, all bool) ([]string, error) {
+	if all {
+		return nil, nil
+	}
 	q, err := url.ParseQuery(r.URL.RawQuery) // URL.Query drops what does not parse: it could hide a second app
 	names := q["app"]
 	switch {
@@ -152,6 +138,19 @@ func (s *scraper) probeApp(r *http.Request) ([]string, error) {
 		return nil, fmt.Errorf("unknown app %s: not in the configuration", strconv.Quote(names[0][:min(len(names[0]), 64)]))
 	}
 	return names, nil
+}
+
+// firstByte cuts off a client that does not read its answer the write margin after its first byte, which frees its
+// slot and its gathering (promhttp gives a scrape the gathering whose answers are still being written, if any).
+type firstByte struct {
+	http.ResponseWriter
+	margin time.Duration
+	once   sync.Once
+}
+
+func (f *firstByte) Write(b []byte) (int, error) {
+	f.once.Do(func() { _ = http.NewResponseController(f.ResponseWriter).SetWriteDeadline(time.Now().Add(f.margin)) })
+	return f.ResponseWriter.Write(b)
 }
 
 // errorLog logs promhttp's errors, a line repeated at once only once: a

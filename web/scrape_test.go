@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode"
@@ -303,6 +304,42 @@ func TestAGatheringEndsWhenItsScrapesLeave(t *testing.T) {
 		code, body := s.get(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", "1")
 		return code == http.StatusOK && strings.Contains(body, `duix_up{app="museum-guide"} 0`)
 	}, hangTimeout, 20*time.Millisecond, "answered by its own deadline")
+}
+
+// A client that keeps asking for the shortest scrape timeout the exporter
+// accepts cannot cut short the gatherings that other scrapes share with it:
+// scrapes that give the platform (400 ms per answer) time see every app up.
+func TestAShortScrapeTimeoutDoesNotCutOthersShort(t *testing.T) {
+	t.Parallel()
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{TimeoutOffset: 500 * time.Millisecond})
+	p.sim.SetLatency("", "", 400*time.Millisecond)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req, _ := http.NewRequest(http.MethodGet, s.url+"/metrics", nil)
+				req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "0.6") // 100 ms after the offset
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+		})
+	}
+	defer wg.Wait()
+	defer close(stop)
+	require.Eventually(t, func() bool { return p.sim.Requests(simulator.EndpointConcurrency) > 0 }, hangTimeout, 5*time.Millisecond)
+	for range 5 {
+		m := s.scrape(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", "30")
+		assert.Equal(t, map[string]float64{"app=support-desk": 1, "app=sales-avatar": 1, "app=museum-guide": 1}, m["duix_up"])
+	}
 }
 
 func TestReload(t *testing.T) {

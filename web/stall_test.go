@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,21 +18,33 @@ import (
 )
 
 // deadlineRecorder is a ResponseWriter that records the write deadlines
-// set through http.ResponseController, and whose writes fail once failAfter
-// bytes are written (0: never).
+// set through http.ResponseController (when, and how much had been written),
+// and whose writes fail once failAfter bytes are written (0: never). With
+// stalled set, it is a client that never reads: the first write is told on
+// stalled and waits for the deadline, then fails.
 type deadlineRecorder struct {
 	*httptest.ResponseRecorder
-	deadlines []time.Time
-	failAfter int
-	written   int
+	deadlines, setAt []time.Time
+	writtenAt        []int
+	failAfter        int
+	written          int
+	stalled          chan struct{}
 }
 
 func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
-	d.deadlines = append(d.deadlines, t)
+	d.deadlines, d.setAt, d.writtenAt = append(d.deadlines, t), append(d.setAt, time.Now()), append(d.writtenAt, d.written)
 	return nil
 }
 
 func (d *deadlineRecorder) Write(p []byte) (int, error) {
+	if d.stalled != nil && len(d.deadlines) > 0 {
+		if d.written >= 0 { // the first write
+			close(d.stalled)
+			time.Sleep(time.Until(d.deadlines[len(d.deadlines)-1]))
+			d.written = -1
+		}
+		return 0, os.ErrDeadlineExceeded
+	}
 	if d.failAfter > 0 && d.written+len(p) > d.failAfter {
 		return 0, errors.New("write: broken pipe")
 	}
@@ -39,42 +52,84 @@ func (d *deadlineRecorder) Write(p []byte) (int, error) {
 	return d.ResponseRecorder.Write(p)
 }
 
-// A scrape's answer must be written by its scrape timeout (less the
-// offset) plus the write margin: a client that does not read is cut off
-// then, and its slot freed.
-func TestAScrapesWriteDeadlineIsItsTimeoutPlusTheMargin(t *testing.T) {
+// A scrape's answer must be written within the write margin of its first
+// byte, whatever scrape timeout the request asks for: a client that does
+// not read is cut off then, which frees its slot and the gathering it is
+// sent (see TestAClientThatDoesNotReadHoldsAGatheringForTheMarginAtMost).
+func TestAnAnswerMustBeWrittenWithinTheMarginOfItsFirstByte(t *testing.T) {
 	p := startPlatform(t)
+	const margin = 3 * time.Second
 	h, err := NewHandler(newTestExporter(t, p), nil, func() error { return nil },
-		Options{TelemetryPath: "/metrics", TimeoutOffset: 500 * time.Millisecond, WriteMargin: 3 * time.Second})
+		Options{TelemetryPath: "/metrics", TimeoutOffset: 500 * time.Millisecond, WriteMargin: margin})
 	require.NoError(t, err)
-	for path, want := range map[string]time.Duration{
-		"/metrics":                4500*time.Millisecond + 3*time.Second,
-		"/probe?app=museum-guide": 4500*time.Millisecond + 3*time.Second,
-	} {
-		rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
-		req := httptest.NewRequest(http.MethodGet, path, nil)
-		req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "5")
-		before := time.Now()
-		h.ServeHTTP(rec, req)
-		after := time.Now()
-		require.Equal(t, http.StatusOK, rec.Code, path)
-		require.Len(t, rec.deadlines, 1, path)
-		assert.False(t, rec.deadlines[0].Before(before.Add(want)), path)
-		assert.False(t, rec.deadlines[0].After(after.Add(want)), path)
+	for _, path := range []string{"/metrics", "/probe?app=museum-guide"} {
+		for _, timeout := range []string{"5", "3600", ""} {
+			rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+			req := httptest.NewRequest(http.MethodGet, path, nil)
+			req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", timeout)
+			h.ServeHTTP(rec, req)
+			require.Equal(t, http.StatusOK, rec.Code, path)
+			require.Len(t, rec.deadlines, 1, path)
+			assert.Zero(t, rec.writtenAt[0], "%s %s: set before the first byte", path, timeout)
+			assert.False(t, rec.deadlines[0].After(rec.setAt[0].Add(margin)), "%s %s", path, timeout)
+			assert.True(t, rec.deadlines[0].After(rec.setAt[0].Add(margin/2)), "%s %s", path, timeout)
+		}
 	}
-	// Without the header: the default scrape timeout, and the default margin.
+	// The default margin.
 	h, err = NewHandler(newTestExporter(t, p), nil, func() error { return nil }, Options{TelemetryPath: "/metrics"})
 	require.NoError(t, err)
 	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
-	before := time.Now()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/probe?app=museum-guide", nil))
 	require.Len(t, rec.deadlines, 1)
-	assert.False(t, rec.deadlines[0].Before(before.Add(DefaultScrapeTimeout+DefaultWriteMargin)))
+	assert.False(t, rec.deadlines[0].After(rec.setAt[0].Add(DefaultWriteMargin)))
+	assert.True(t, rec.deadlines[0].After(rec.setAt[0].Add(DefaultWriteMargin/2)))
 	// A refused scrape sets none.
 	rec = &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/probe?app=nope", nil))
 	assert.Equal(t, http.StatusBadRequest, rec.Code)
 	assert.Empty(t, rec.deadlines)
+}
+
+// promhttp gives a scrape that arrives while another's answer is still
+// being written the gathering of that answer. A client that asks for the
+// longest scrape timeout and never reads therefore holds what the other
+// scrapes see, but only for the write margin after its first byte: after
+// that they see the platform as it is.
+func TestAClientThatDoesNotReadHoldsAGatheringForTheMarginAtMost(t *testing.T) {
+	p := startPlatform(t)
+	h, err := NewHandler(newTestExporter(t, p), nil, func() error { return nil },
+		Options{TelemetryPath: "/metrics", WriteMargin: time.Second})
+	require.NoError(t, err)
+	limit := func() float64 {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "10")
+		h.ServeHTTP(rec, req)
+		require.Equal(t, http.StatusOK, rec.Code)
+		return samples(t, rec.Body.String())["duix_app_concurrency_limit"]["app=museum-guide"]
+	}
+	before := limit()
+
+	stalled := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder(), stalled: make(chan struct{})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "3600")
+		h.ServeHTTP(stalled, req)
+	}()
+	select {
+	case <-stalled.stalled:
+	case <-time.After(hangTimeout):
+		t.Fatal("the answer to the client that does not read was never written")
+	}
+	require.NoError(t, p.sim.SetAllowance(p.id("museum-guide"), int(before)+7))
+	select {
+	case <-done:
+	case <-time.After(hangTimeout):
+		t.Fatal("a client that does not read held its answer past the write margin")
+	}
+	assert.Equal(t, before+7, limit(), "after the margin, a scrape sees the platform as it is")
 }
 
 // An answer that cannot be written (the client left) fails for every

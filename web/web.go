@@ -42,7 +42,7 @@ type Options struct {
 	TelemetryPath string        // every app's metrics and the process-wide ones
 	MaxRequests   int           // scrapes in flight, /metrics and /probe together; more get 503 (0: unbounded)
 	TimeoutOffset time.Duration // subtracted from the scrape timeout Prometheus sends
-	WriteMargin   time.Duration // to write an answer past its scrape's deadline (0: DefaultWriteMargin)
+	WriteMargin   time.Duration // to write an answer from its first byte (0: DefaultWriteMargin)
 	Logger        log.Logger
 	Janitor       interface{ Enabled() bool } // the landing page shows Enabled and Recent, its last decisions (nil: off)
 }
@@ -58,7 +58,7 @@ func NewHandler(exp *collector.Exporter, reg *prometheus.Registry, reload func()
 	o.Logger = cmp.Or(o.Logger, log.NewNopLogger())
 	o.WriteMargin = cmp.Or(max(o.WriteMargin, 0), DefaultWriteMargin)
 	reg = cmp.Or(reg, prometheus.NewRegistry())
-	s := &scraper{exp: exp, o: o, slots: semaphore.NewWeighted(cmp.Or(int64(max(o.MaxRequests, 0)), math.MaxInt64)), waiting: map[context.Context]bool{}, cancel: func() {},
+	s := &scraper{exp: exp, o: o, slots: semaphore.NewWeighted(cmp.Or(int64(max(o.MaxRequests, 0)), math.MaxInt64)), cancel: func() {},
 		opts: promhttp.HandlerOpts{ErrorLog: &errorLog{l: o.Logger}, ErrorHandling: promhttp.ContinueOnError, Registry: reg, CoalesceGather: true}}
 	reg.MustRegister(s)
 	mux := http.NewServeMux()
@@ -120,7 +120,6 @@ func Serve(ctx context.Context, srv *http.Server, flags *toolkit.FlagConfig, log
 
 //go:embed landing.html
 var landingHTML string
-
 var landingTemplate = template.Must(template.New("landing").Parse(landingHTML))
 
 func landingPage(w http.ResponseWriter, o Options, apps []collector.Status) {
