@@ -1,21 +1,21 @@
 package web
 
 import (
+	"bytes"
 	"cmp"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/go-kit/log"
-	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/semaphore"
@@ -28,7 +28,7 @@ const (
 	DefaultScrapeTimeout = 120 * time.Second      // without X-Prometheus-Scrape-Timeout-Seconds
 	MaxScrapeTimeout     = time.Hour              // the most a request may ask for
 	MinScrapeTimeout     = 100 * time.Millisecond // the least left after the offset: less cannot make a call
-	DefaultWriteMargin   = 10 * time.Second       // to write an answer from its first byte
+	DefaultWriteMargin   = 10 * time.Second       // to write an answer once it is ready
 	timeoutHeader        = "X-Prometheus-Scrape-Timeout-Seconds"
 )
 
@@ -57,6 +57,7 @@ func scrapeTimeout(h http.Header, offset time.Duration) (time.Duration, error) {
 // scraper serves scrapes. The telemetry path has one promhttp handler whose gatherings simultaneous scrapes share
 // (CoalesceGather): a gathering of every app lasts while a scrape waits for it (each until its own deadline), so no
 // client can cut it short for the others. /probe builds a registry per request, as blackbox_exporter per probe.
+// Answers are made in memory before they are sent.
 type scraper struct {
 	exp     *collector.Exporter
 	o       Options
@@ -81,10 +82,14 @@ func (s *scraper) handler(metrics http.Handler) http.HandlerFunc {
 			return
 		}
 		defer s.slots.Release(1)
-		w = &firstByte{ResponseWriter: w, margin: s.o.WriteMargin}
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
-		if metrics != nil { // counted among the scrapes that wait for a gathering of every app until ctx ends
+		gather := metrics
+		if metrics == nil {
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(s.exp.Collector(ctx, names...))
+			gather = promhttp.HandlerFor(reg, s.opts)
+		} else { // counted among the scrapes that wait for a gathering of every app until ctx ends
 			s.mu.Lock()
 			s.waiting++
 			s.mu.Unlock()
@@ -95,12 +100,23 @@ func (s *scraper) handler(metrics http.Handler) http.HandlerFunc {
 					s.cancel() // nobody waits for the gathering under way
 				}
 			})
-			metrics.ServeHTTP(w, r)
-			return
 		}
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(s.exp.Collector(ctx, names...))
-		promhttp.HandlerFor(reg, s.opts).ServeHTTP(w, r)
+		// Answers are made in memory, gzipped: promhttp gives a scrape that arrives while an answer is written
+		// the gathering of that answer, and no client may hold one (cut short by its deadline, say) for others.
+		a, req := &answer{header: w.Header(), code: http.StatusOK}, r.Clone(r.Context())
+		req.Header.Set("Accept-Encoding", "gzip")
+		gather.ServeHTTP(a, req)
+		body := io.Reader(&a.body)
+		if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") && a.header.Get("Content-Encoding") == "gzip" {
+			if zr, err := gzip.NewReader(&a.body); err == nil {
+				a.header.Del("Content-Encoding")
+				body = zr
+			}
+		}
+		// The answer is ready: a client that does not read it is cut off the write margin later, which frees its slot.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.o.WriteMargin))
+		w.WriteHeader(a.code)
+		_, _ = io.Copy(w, body)
 	}
 }
 
@@ -140,29 +156,13 @@ func (s *scraper) probeApp(r *http.Request, all bool) ([]string, error) {
 	return names, nil
 }
 
-// firstByte cuts off a client that does not read its answer the write margin after its first byte, which frees its
-// slot and its gathering (promhttp gives a scrape the gathering whose answers are still being written, if any).
-type firstByte struct {
-	http.ResponseWriter
-	margin time.Duration
-	once   sync.Once
+// answer is an answer made in memory.
+type answer struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
 }
 
-func (f *firstByte) Write(b []byte) (int, error) {
-	f.once.Do(func() { _ = http.NewResponseController(f.ResponseWriter).SetWriteDeadline(time.Now().Add(f.margin)) })
-	return f.ResponseWriter.Write(b)
-}
-
-// errorLog logs promhttp's errors, a line repeated at once only once: a
-// client that leaves fails the write of every metric family.
-type errorLog struct {
-	l    log.Logger
-	last atomic.Pointer[string]
-}
-
-func (e *errorLog) Println(v ...any) {
-	msg := strings.TrimSpace(fmt.Sprintln(v...))
-	if last := e.last.Swap(&msg); last == nil || *last != msg {
-		level.Error(e.l).Log("msg", msg)
-	}
-}
+func (a *answer) Header() http.Header         { return a.header }
+func (a *answer) WriteHeader(code int)        { a.code = code }
+func (a *answer) Write(b []byte) (int, error) { return a.body.Write(b) }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"io"
 	"net/http"
@@ -339,6 +340,35 @@ func TestAShortScrapeTimeoutDoesNotCutOthersShort(t *testing.T) {
 	for range 5 {
 		m := s.scrape(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", "30")
 		assert.Equal(t, map[string]float64{"app=support-desk": 1, "app=sales-avatar": 1, "app=museum-guide": 1}, m["duix_up"])
+	}
+}
+
+// /metrics answers are made gzipped in memory; a client that does not
+// accept gzip gets them plain.
+func TestMetricsAnswersInTheEncodingAsked(t *testing.T) {
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{})
+	for _, encoding := range []string{"gzip", "identity", ""} {
+		req, err := http.NewRequest(http.MethodGet, s.url+"/metrics", nil)
+		require.NoError(t, err)
+		req.Header.Set("Accept-Encoding", encoding)
+		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, encoding)
+		if encoding == "gzip" {
+			assert.Equal(t, "gzip", resp.Header.Get("Content-Encoding"))
+			zr, err := gzip.NewReader(bytes.NewReader(body))
+			require.NoError(t, err)
+			body, err = io.ReadAll(zr)
+			require.NoError(t, err)
+		} else {
+			assert.Empty(t, resp.Header.Get("Content-Encoding"), encoding)
+		}
+		assert.Equal(t, 1.0, samples(t, string(body))["duix_up"]["app=museum-guide"], encoding)
+		assert.Contains(t, resp.Header.Get("Content-Type"), "text/plain", encoding)
 	}
 }
 

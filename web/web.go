@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	stdlog "log"
 	"log/slog"
 	"math"
 	"net/http"
@@ -42,7 +43,7 @@ type Options struct {
 	TelemetryPath string        // every app's metrics and the process-wide ones
 	MaxRequests   int           // scrapes in flight, /metrics and /probe together; more get 503 (0: unbounded)
 	TimeoutOffset time.Duration // subtracted from the scrape timeout Prometheus sends
-	WriteMargin   time.Duration // to write an answer from its first byte (0: DefaultWriteMargin)
+	WriteMargin   time.Duration // to write an answer once it is ready (0: DefaultWriteMargin)
 	Logger        log.Logger
 	Janitor       interface{ Enabled() bool } // the landing page shows Enabled and Recent, its last decisions (nil: off)
 }
@@ -59,7 +60,7 @@ func NewHandler(exp *collector.Exporter, reg *prometheus.Registry, reload func()
 	o.WriteMargin = cmp.Or(max(o.WriteMargin, 0), DefaultWriteMargin)
 	reg = cmp.Or(reg, prometheus.NewRegistry())
 	s := &scraper{exp: exp, o: o, slots: semaphore.NewWeighted(cmp.Or(int64(max(o.MaxRequests, 0)), math.MaxInt64)), cancel: func() {},
-		opts: promhttp.HandlerOpts{ErrorLog: &errorLog{l: o.Logger}, ErrorHandling: promhttp.ContinueOnError, Registry: reg, CoalesceGather: true}}
+		opts: promhttp.HandlerOpts{ErrorLog: stdlog.New(log.NewStdlibAdapter(level.Error(o.Logger)), "", 0), ErrorHandling: promhttp.ContinueOnError, Registry: reg, CoalesceGather: true}}
 	reg.MustRegister(s)
 	mux := http.NewServeMux()
 	mux.Handle(o.TelemetryPath, s.handler(promhttp.HandlerFor(reg, s.opts)))
