@@ -59,13 +59,16 @@ func scrapeTimeout(h http.Header, offset time.Duration) (time.Duration, error) {
 // client can cut it short for the others. /probe builds a registry per request, as blackbox_exporter per probe.
 // Answers are made in memory before they are sent.
 type scraper struct {
-	exp     *collector.Exporter
-	o       Options
-	opts    promhttp.HandlerOpts
-	slots   *semaphore.Weighted // scrapes in flight, /metrics and /probe together
-	mu      sync.Mutex
-	waiting int                // the telemetry path's scrapes under way
-	cancel  context.CancelFunc // ends the gathering under way
+	exp      *collector.Exporter
+	o        Options
+	opts     promhttp.HandlerOpts
+	slots    *semaphore.Weighted // scrapes in flight, /metrics and /probe together
+	mu       sync.Mutex
+	released *sync.Cond         // told when no telemetry scrape is in promhttp
+	waiting  int                // telemetry scrapes waiting for a gathering, each until its deadline
+	inside   int                // telemetry scrapes in promhttp: a gathering and its answers
+	cut      bool               // the gathering in promhttp was cut short (nobody waited): none may join it
+	cancel   context.CancelFunc // ends the gathering under way
 }
 
 // handler serves the telemetry path with metrics, or /probe when nil.
@@ -89,15 +92,19 @@ func (s *scraper) handler(metrics http.Handler) http.HandlerFunc {
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(s.exp.Collector(ctx, names...))
 			gather = promhttp.HandlerFor(reg, s.opts)
-		} else { // counted among the scrapes that wait for a gathering of every app until ctx ends
+		} else { // it waits for a gathering of every app until ctx ends, and never joins one cut short
 			s.mu.Lock()
-			s.waiting++
+			for s.cut && s.inside > 0 {
+				s.released.Wait()
+			}
+			s.waiting, s.inside, s.cut = s.waiting+1, s.inside+1, false
 			s.mu.Unlock()
 			context.AfterFunc(ctx, func() {
 				s.mu.Lock()
 				defer s.mu.Unlock()
 				if s.waiting--; s.waiting == 0 {
 					s.cancel() // nobody waits for the gathering under way
+					s.cut = true
 				}
 			})
 		}
@@ -106,8 +113,15 @@ func (s *scraper) handler(metrics http.Handler) http.HandlerFunc {
 		a, req := &answer{header: w.Header(), code: http.StatusOK}, r.Clone(r.Context())
 		req.Header.Set("Accept-Encoding", "gzip")
 		gather.ServeHTTP(a, req)
+		if metrics != nil {
+			s.mu.Lock()
+			if s.inside--; s.inside == 0 {
+				s.released.Broadcast()
+			}
+			s.mu.Unlock()
+		}
 		body := io.Reader(&a.body)
-		if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") && a.header.Get("Content-Encoding") == "gzip" {
+		if !acceptsGzip(r.Header) && a.header.Get("Content-Encoding") == "gzip" {
 			if zr, err := gzip.NewReader(&a.body); err == nil {
 				a.header.Del("Content-Encoding")
 				body = zr
@@ -128,7 +142,7 @@ func (s *scraper) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), MaxScrapeTimeout)
 	defer cancel()
 	s.mu.Lock()
-	if s.cancel = cancel; s.waiting == 0 {
+	if s.cancel, s.cut = cancel, s.waiting == 0; s.cut {
 		cancel()
 	}
 	s.mu.Unlock()
@@ -154,6 +168,16 @@ func (s *scraper) probeApp(r *http.Request, all bool) ([]string, error) {
 		return nil, fmt.Errorf("unknown app %s: not in the configuration", strconv.Quote(names[0][:min(len(names[0]), 64)]))
 	}
 	return names, nil
+}
+
+// acceptsGzip reports whether Accept-Encoding names gzip, with no q-value of 0.
+func acceptsGzip(h http.Header) bool {
+	for _, e := range strings.Split(strings.ToLower(strings.Join(h.Values("Accept-Encoding"), ",")), ",") {
+		if name, q, _ := strings.Cut(strings.ReplaceAll(e, " ", ""), ";q="); name == "gzip" || name == "x-gzip" {
+			return q == "" || strings.Trim(q, "0.") != ""
+		}
+	}
+	return false
 }
 
 // answer is an answer made in memory.

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -348,7 +349,7 @@ func TestAShortScrapeTimeoutDoesNotCutOthersShort(t *testing.T) {
 func TestMetricsAnswersInTheEncodingAsked(t *testing.T) {
 	p := startPlatform(t)
 	s := serve(t, p.config, Options{})
-	for _, encoding := range []string{"gzip", "identity", ""} {
+	for _, encoding := range []string{"gzip", "identity", "", "gzip;q=0", "identity, gzip;q=0", "deflate, GZIP;q=0.5"} {
 		req, err := http.NewRequest(http.MethodGet, s.url+"/metrics", nil)
 		require.NoError(t, err)
 		req.Header.Set("Accept-Encoding", encoding)
@@ -358,7 +359,7 @@ func TestMetricsAnswersInTheEncodingAsked(t *testing.T) {
 		resp.Body.Close()
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, resp.StatusCode, encoding)
-		if encoding == "gzip" {
+		if encoding == "gzip" || strings.HasSuffix(encoding, "0.5") {
 			assert.Equal(t, "gzip", resp.Header.Get("Content-Encoding"))
 			zr, err := gzip.NewReader(bytes.NewReader(body))
 			require.NoError(t, err)
@@ -369,6 +370,42 @@ func TestMetricsAnswersInTheEncodingAsked(t *testing.T) {
 		}
 		assert.Equal(t, 1.0, samples(t, string(body))["duix_up"]["app=museum-guide"], encoding)
 		assert.Contains(t, resp.Header.Get("Content-Type"), "text/plain", encoding)
+	}
+}
+
+// A client whose scrape has ended before its gathering begins (a request
+// half-closed at once) starts a gathering that is cut short: no other scrape
+// may join it (every app down), even in the moment before it is let go.
+func TestAHalfClosedRequestDoesNotTakeAppsDownForOthers(t *testing.T) {
+	t.Parallel()
+	p := startPlatform(t)
+	p.sim.SetLatency("", "", 50*time.Millisecond)
+	s := serve(t, p.config, Options{})
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+			if err != nil {
+				continue
+			}
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+			_, _ = io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Prometheus-Scrape-Timeout-Seconds: 5\r\n\r\n")
+			_ = c.(*net.TCPConn).CloseWrite()
+			_, _ = io.Copy(io.Discard, c)
+			c.Close()
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for range 20 {
+		m := s.scrape(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", "10")
+		assert.Equal(t, map[string]float64{"app=support-desk": 1, "app=sales-avatar": 1, "app=museum-guide": 1}, m["duix_up"])
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
