@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,21 +53,17 @@ func scrapeTimeout(h http.Header, offset time.Duration) (time.Duration, error) {
 	return timeout, nil
 }
 
-// scraper serves scrapes. The telemetry path has one promhttp handler whose gatherings simultaneous scrapes share
-// (CoalesceGather): a gathering of every app lasts while a scrape waits for it (each until its own deadline), so no
-// client can cut it short for the others. /probe builds a registry per request, as blackbox_exporter per probe.
-// Answers are made in memory before they are sent.
+// scraper serves scrapes. The telemetry path makes one gathering of every app at a time, each with its own scrape's
+// collector and deadline: a scrape that arrives meanwhile waits its turn, then reuses what the platform answered
+// since it arrived (the calls are shared, the gatherings are not). /probe builds a registry per request, as
+// blackbox_exporter per probe. Answers are made in memory before they are sent.
 type scraper struct {
-	exp      *collector.Exporter
-	o        Options
-	opts     promhttp.HandlerOpts
-	slots    *semaphore.Weighted // scrapes in flight, /metrics and /probe together
-	mu       sync.Mutex
-	released *sync.Cond         // told when no telemetry scrape is in promhttp
-	waiting  int                // telemetry scrapes waiting for a gathering, each until its deadline
-	inside   int                // telemetry scrapes in promhttp: a gathering and its answers
-	cut      bool               // the gathering in promhttp was cut short (nobody waited): none may join it
-	cancel   context.CancelFunc // ends the gathering under way
+	exp   *collector.Exporter
+	o     Options
+	opts  promhttp.HandlerOpts
+	slots *semaphore.Weighted  // scrapes in flight, /metrics and /probe together
+	one   *semaphore.Weighted  // one gathering of every app at a time: their memory whatever the clients do
+	next  prometheus.Collector // the collector of the scrape that holds one
 }
 
 // handler serves the telemetry path with metrics, or /probe when nil.
@@ -87,38 +82,23 @@ func (s *scraper) handler(metrics http.Handler) http.HandlerFunc {
 		defer s.slots.Release(1)
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
+		col := s.exp.Collector(ctx, names...)
 		gather := metrics
 		if metrics == nil {
 			reg := prometheus.NewRegistry()
-			reg.MustRegister(s.exp.Collector(ctx, names...))
+			reg.MustRegister(col)
 			gather = promhttp.HandlerFor(reg, s.opts)
-		} else { // it waits for a gathering of every app until ctx ends, and never joins one cut short
-			s.mu.Lock()
-			for s.cut && s.inside > 0 {
-				s.released.Wait()
-			}
-			s.waiting, s.inside, s.cut = s.waiting+1, s.inside+1, false
-			s.mu.Unlock()
-			context.AfterFunc(ctx, func() {
-				s.mu.Lock()
-				defer s.mu.Unlock()
-				if s.waiting--; s.waiting == 0 {
-					s.cancel() // nobody waits for the gathering under way
-					s.cut = true
-				}
-			})
+		} else if s.one.Acquire(r.Context(), 1) != nil {
+			return // the client left while it waited its turn
+		} else {
+			s.next = col
 		}
-		// Answers are made in memory, gzipped: promhttp gives a scrape that arrives while an answer is written
-		// the gathering of that answer, and no client may hold one (cut short by its deadline, say) for others.
+		// Answers are made in memory, gzipped, so that a client that reads slowly holds no other scrape's turn.
 		a, req := &answer{header: w.Header(), code: http.StatusOK}, r.Clone(r.Context())
 		req.Header.Set("Accept-Encoding", "gzip")
 		gather.ServeHTTP(a, req)
 		if metrics != nil {
-			s.mu.Lock()
-			if s.inside--; s.inside == 0 {
-				s.released.Broadcast()
-			}
-			s.mu.Unlock()
+			s.one.Release(1)
 		}
 		body := io.Reader(&a.body)
 		if !acceptsGzip(r.Header) && a.header.Get("Content-Encoding") == "gzip" {
@@ -137,17 +117,8 @@ func (s *scraper) handler(metrics http.Handler) http.HandlerFunc {
 // Describe implements prometheus.Collector: unchecked, /probe's registries check the same series.
 func (s *scraper) Describe(chan<- *prometheus.Desc) {}
 
-// Collect implements prometheus.Collector: a gathering of every app, until no scrape waits for it.
-func (s *scraper) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), MaxScrapeTimeout)
-	defer cancel()
-	s.mu.Lock()
-	if s.cancel, s.cut = cancel, s.waiting == 0; s.cut {
-		cancel()
-	}
-	s.mu.Unlock()
-	s.exp.Collector(ctx).Collect(ch)
-}
+// Collect implements prometheus.Collector: the apps of the scrape whose turn it is.
+func (s *scraper) Collect(ch chan<- prometheus.Metric) { s.next.Collect(ch) }
 
 // probeApp picks the one app of /probe?app=NAME (none for all). Only configured
 // names are accepted; the request never chooses a URL or a credential.

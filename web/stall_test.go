@@ -89,11 +89,10 @@ func TestAnAnswerMustBeWrittenWithinTheMarginOnceReady(t *testing.T) {
 	assert.Empty(t, rec.deadlines)
 }
 
-// promhttp gives a scrape that arrives while another's answer is still
-// being written the gathering of that answer. A client that does not read
-// must not hold what the other scrapes see: neither a gathering cut short
-// by its own deadline (every app down here), nor an old one (asking for
-// the longest scrape timeout); answers are made in memory first.
+// A client that does not read its answer must not hold what the other
+// scrapes see, nor their turn: neither after a gathering cut short by its
+// own deadline (every app down here), nor after one with the longest
+// scrape timeout; answers are made in memory first.
 func TestAClientThatDoesNotReadHoldsNoGathering(t *testing.T) {
 	p := startPlatform(t)
 	h, err := NewHandler(newTestExporter(t, p), nil, func() error { return nil },

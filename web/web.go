@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/go-kit/log"
@@ -60,9 +59,9 @@ func NewHandler(exp *collector.Exporter, reg *prometheus.Registry, reload func()
 	o.Logger = cmp.Or(o.Logger, log.NewNopLogger())
 	o.WriteMargin = cmp.Or(max(o.WriteMargin, 0), DefaultWriteMargin)
 	reg = cmp.Or(reg, prometheus.NewRegistry())
-	s := &scraper{exp: exp, o: o, slots: semaphore.NewWeighted(cmp.Or(int64(max(o.MaxRequests, 0)), math.MaxInt64)), cancel: func() {},
-		opts: promhttp.HandlerOpts{ErrorLog: stdlog.New(log.NewStdlibAdapter(level.Error(o.Logger)), "", 0), ErrorHandling: promhttp.ContinueOnError, Registry: reg, CoalesceGather: true}}
-	s.released = sync.NewCond(&s.mu)
+	s := &scraper{exp: exp, o: o, slots: semaphore.NewWeighted(cmp.Or(int64(max(o.MaxRequests, 0)), math.MaxInt64)),
+		opts: promhttp.HandlerOpts{ErrorLog: stdlog.New(log.NewStdlibAdapter(level.Error(o.Logger)), "", 0), ErrorHandling: promhttp.ContinueOnError, Registry: reg}}
+	s.one = semaphore.NewWeighted(1)
 	reg.MustRegister(s)
 	mux := http.NewServeMux()
 	mux.Handle(o.TelemetryPath, s.handler(promhttp.HandlerFor(reg, s.opts)))
