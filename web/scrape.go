@@ -96,10 +96,12 @@ func (s *scraper) handler(metrics http.Handler) http.HandlerFunc {
 		// Answers are made in memory, gzipped, so that a client that reads slowly holds no other scrape's turn.
 		a, req := &answer{header: w.Header(), code: http.StatusOK}, r.Clone(r.Context())
 		req.Header.Set("Accept-Encoding", "gzip")
-		gather.ServeHTTP(a, req)
-		if metrics != nil {
-			s.one.Release(1)
-		}
+		func() {
+			if metrics != nil {
+				defer s.one.Release(1) // before the answer is sent, even should promhttp panic
+			}
+			gather.ServeHTTP(a, req)
+		}()
 		body := io.Reader(&a.body)
 		if !acceptsGzip(r.Header) && a.header.Get("Content-Encoding") == "gzip" {
 			if zr, err := gzip.NewReader(&a.body); err == nil {
