@@ -59,9 +59,8 @@ func NewHandler(exp *collector.Exporter, reg *prometheus.Registry, reload func()
 	o.Logger = cmp.Or(o.Logger, log.NewNopLogger())
 	o.WriteMargin = cmp.Or(max(o.WriteMargin, 0), DefaultWriteMargin)
 	reg = cmp.Or(reg, prometheus.NewRegistry())
-	s := &scraper{exp: exp, o: o, slots: semaphore.NewWeighted(cmp.Or(int64(max(o.MaxRequests, 0)), math.MaxInt64)),
+	s := &scraper{exp: exp, o: o, slots: semaphore.NewWeighted(cmp.Or(int64(max(o.MaxRequests, 0)), math.MaxInt64)), one: semaphore.NewWeighted(1),
 		opts: promhttp.HandlerOpts{ErrorLog: stdlog.New(log.NewStdlibAdapter(level.Error(o.Logger)), "", 0), ErrorHandling: promhttp.ContinueOnError, Registry: reg}}
-	s.one = semaphore.NewWeighted(1)
 	reg.MustRegister(s)
 	mux := http.NewServeMux()
 	mux.Handle(o.TelemetryPath, s.handler(promhttp.HandlerFor(reg, s.opts)))
