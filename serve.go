@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/version"
@@ -62,7 +61,7 @@ func runServe(ctx context.Context, o serveOptions, logger log.Logger, slogger *s
 	level.Info(logger).Log("msg", "Build context", "build_context", version.BuildContext())
 
 	// The process-wide metrics, served next to the apps' on /metrics.
-	reg := prometheus.NewRegistry()
+	reg := web.NewRegistries()
 	reg.MustRegister(versioncollector.NewCollector(exporterName), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	exp := collector.New(collector.Options{Logger: logger, Metrics: client.NewMetrics(reg), UserAgent: userAgent()})
 	if err := exp.Register(reg); err != nil {

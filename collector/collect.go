@@ -8,26 +8,27 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// scrape is the collector of one scrape: each app's outcome is reported on
+// Scrape is the collector of one scrape: each app's outcome is reported on
 // its own, so that one failing app never touches another's series.
-type scrape struct {
+type Scrape struct {
 	e       *Exporter
 	ctx     context.Context
 	names   []string
-	arrived time.Time // when its request arrived
+	arrived time.Time             // when its request arrived
+	got     map[*appState]*result // what Fetch found
+	fetched bool                  // got is complete: Collect waits for nothing
 }
 
 // Describe implements prometheus.Collector.
-func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
+func (s *Scrape) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range descs {
 		ch <- d
 	}
 }
 
-// Collect implements prometheus.Collector. It fetches the apps, as many
-// at once as api.max_concurrency, and sends each app's series as soon as
-// its result is there.
-func (s *scrape) Collect(ch chan<- prometheus.Metric) {
+// Collect implements prometheus.Collector. It fetches the apps, as many at once as api.max_concurrency, and
+// sends each app's series as soon as its result is there (with ch nil, it keeps the results for Fetch).
+func (s *Scrape) Collect(ch chan<- prometheus.Metric) {
 	apps, set := s.e.snapshot(s.names)
 	type fetched struct {
 		st *appState
@@ -47,10 +48,22 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		if f.r == nil { // not fetched in time: down for this request only
 			f.r = &result{duration: time.Since(s.arrived)}
 		}
+		if ch == nil {
+			s.got[f.st] = f.r
+			continue
+		}
 		for _, m := range f.st.metrics(f.r, s.e.opts.Now()) {
 			ch <- m
 		}
 	}
+}
+
+// Fetch fetches the apps until they land or the scrape's deadline, sending nothing: Collect then sends what it
+// found and waits for nothing, so that a scrape can wait for its turn to be gathered while its apps are fetched.
+func (s *Scrape) Fetch() {
+	s.got = map[*appState]*result{}
+	s.Collect(nil)
+	s.fetched = true
 }
 
 // metrics returns the series of the app for the result r of a scrape.

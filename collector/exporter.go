@@ -109,10 +109,8 @@ func (e *Exporter) AppClient(name string) *client.Client {
 // FirstSeen returns when the session lifecycle first listed the session;
 // ok is false when it does not follow it (or the lifecycle is off).
 func (e *Exporter) FirstSeen(app, sessionID string) (_ time.Time, ok bool) {
-	e.mu.RLock()
-	st := e.byName[app]
-	e.mu.RUnlock()
-	if st != nil {
+	apps, _ := e.snapshot([]string{app})
+	for _, st := range apps {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		if st.life != nil {
@@ -153,6 +151,6 @@ func (e *Exporter) snapshot(names []string) ([]*appState, settings) {
 // Collector returns the collector of one scrape of the named apps (all
 // when none): an app not fetched when ctx ends has duix_up 0. Its request
 // arrives now: it reuses what lands from now on.
-func (e *Exporter) Collector(ctx context.Context, names ...string) prometheus.Collector {
-	return &scrape{e: e, ctx: ctx, names: names, arrived: time.Now()}
+func (e *Exporter) Collector(ctx context.Context, names ...string) *Scrape {
+	return &Scrape{e: e, ctx: ctx, names: names, arrived: time.Now()}
 }

@@ -2,7 +2,6 @@ package collector
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -19,13 +18,12 @@ import (
 // its own deadline and reports the app down for itself alone, while the fetch goes on for the
 // others and records the platform's own outcome: no client can make the exporter count an error.
 
-// errRateLimited is a call not made while the platform's Retry-After applies.
-var errRateLimited = errors.New("not called while the platform's Retry-After applies")
-
 // fetch returns the result of st for s, nil when s.ctx ended first.
-func (s *scrape) fetch(st *appState, set settings) *result {
+func (s *Scrape) fetch(st *appState, set settings) *result {
 	r, flying := st.lastResult()
 	switch {
+	case s.fetched:
+		return s.got[st] // by Fetch
 	case r != nil && set.api.MinInterval > 0 && s.e.opts.Now().Sub(r.started) < time.Duration(set.api.MinInterval):
 		s.e.shared.WithLabelValues("cached").Inc()
 		return r
@@ -128,13 +126,13 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 func (e *Exporter) call(st *appState, c *client.Client, set settings, endpoint string, do func(context.Context) error) error {
 	_ = set.sem.Acquire(context.Background(), 1) // fails only when its context ends
 	defer set.sem.Release(1)
-	err := errRateLimited
+	err := error(&client.Error{Endpoint: endpoint, App: st.name, Reason: client.ReasonRateLimited}) // not called while the Retry-After applies
 	if st.holdOff(c, e.opts.Now()).IsZero() {
 		err = do(context.Background()) // the client bounds each call by api.timeout
 		st.holdOff(c, e.opts.Now())    // keeps the Retry-After of its answer
 	}
 	if err != nil {
-		level.Debug(e.opts.Logger).Log("msg", "platform call failed", "app", st.name, "endpoint", endpoint, "reason", reason(err), "err", err)
+		level.Debug(e.opts.Logger).Log("msg", "platform call failed", "app", st.name, "endpoint", endpoint, "reason", client.Reason(err), "err", err)
 	}
 	return err
 }

@@ -2,7 +2,6 @@ package collector
 
 import (
 	"cmp"
-	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -130,16 +129,8 @@ func (st *appState) recordConversation(id string, d *conversationDetails, err er
 // countError counts a failed call by its reason; callers hold st.mu.
 func (st *appState) countError(err error) {
 	if err != nil {
-		st.errs[reason(err)]++
+		st.errs[client.Reason(err)]++
 	}
-}
-
-// reason classifies an error of a call into one of the client's reasons.
-func reason(err error) string {
-	if errors.Is(err, errRateLimited) {
-		return client.ReasonRateLimited
-	}
-	return client.Reason(err)
 }
 
 // record keeps a landed fetch, counts its failed calls and has the
@@ -183,7 +174,7 @@ func (st *appState) status() Status {
 	}
 	s.ActiveSessions, s.HasSessions = r.sessions, r.sessErr == nil
 	if err := cmp.Or(r.concErr, r.sessErr); err != nil {
-		s.LastError = reason(err) + ": " + err.Error()
+		s.LastError = client.Reason(err) + ": " + err.Error()
 	}
 	return s
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/go-kit/log"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -88,7 +87,7 @@ func serveOn(t *testing.T, configFile string, o Options, wrap func(net.Listener)
 	logs := &platformtest.Buffer{}
 	logger := log.NewLogfmtLogger(logs)
 	slogger := slog.New(sloggokit.NewGoKitHandler(logger, slog.LevelDebug))
-	reg := prometheus.NewRegistry()
+	reg := NewRegistries()
 	reg.MustRegister(collectors.NewGoCollector())
 	exp := collector.New(collector.Options{Logger: logger, Metrics: client.NewMetrics(reg), UserAgent: "duix_exporter/test"})
 	require.NoError(t, exp.Register(reg))

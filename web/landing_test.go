@@ -121,7 +121,7 @@ func TestLandingPageShowsTheLastScrape(t *testing.T) {
 	assert.Equal(t, "5 / 5", rows["museum-guide"][2].text)
 	assert.Contains(t, rows["museum-guide"][2].attrs, "full", "an app at its limit stands out")
 
-	h, err := NewHandler(exp, nil, func() error { return nil }, Options{TelemetryPath: "/metrics"})
+	h, err := NewHandler(exp, NewRegistries(), func() error { return nil }, Options{TelemetryPath: "/metrics"})
 	require.NoError(t, err)
 	rec, _ = getLanding(t, h, "/nothing-here")
 	assert.Equal(t, http.StatusNotFound, rec.Code)

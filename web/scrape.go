@@ -53,23 +53,36 @@ func scrapeTimeout(h http.Header, offset time.Duration) (time.Duration, error) {
 	return timeout, nil
 }
 
-// scraper serves scrapes. The telemetry path makes one gathering of every app at a time, each with its own scrape's
-// collector and deadline: a scrape that arrives meanwhile waits its turn, then reuses what the platform answered
-// since it arrived (the calls are shared, the gatherings are not). /probe builds a registry per request, as
-// blackbox_exporter per probe. Answers are made in memory before they are sent.
+// scraper serves scrapes, each with its own collector and deadline. /probe builds a registry per request, as
+// blackbox_exporter per probe. The telemetry path makes one gathering of every app at a time: a scrape that arrives
+// meanwhile has its apps fetched while it waits its turn (the calls are shared, the gatherings are not); one whose
+// deadline passes first, on a slow platform, is gathered at once with what it found, one such late gathering at a
+// time: at most two gatherings in memory, whatever the clients do. Answers are made in memory before they are sent.
 type scraper struct {
-	exp   *collector.Exporter
-	o     Options
-	opts  promhttp.HandlerOpts
-	slots *semaphore.Weighted  // scrapes in flight, /metrics and /probe together
-	one   *semaphore.Weighted  // one gathering of every app at a time: their memory whatever the clients do
-	next  prometheus.Collector // the collector of the scrape that holds one
+	exp        *collector.Exporter
+	o          Options
+	opts       promhttp.HandlerOpts
+	slots      *semaphore.Weighted // scrapes in flight, /metrics and /probe together
+	turn, late *gathering
 }
 
-// handler serves the telemetry path with metrics, or /probe when nil.
-func (s *scraper) handler(metrics http.Handler) http.HandlerFunc {
+// gathering is a registry of the process-wide metrics and of the apps of the scrape that holds it.
+type gathering struct {
+	*semaphore.Weighted
+	http.Handler
+	col *collector.Scrape
+}
+
+// Describe implements prometheus.Collector: unchecked, /probe's registries check the same series.
+func (g *gathering) Describe(chan<- *prometheus.Desc) {}
+
+// Collect implements prometheus.Collector: the apps of the scrape that holds g.
+func (g *gathering) Collect(ch chan<- prometheus.Metric) { g.col.Collect(ch) }
+
+// handler serves the telemetry path (every app) or /probe (one).
+func (s *scraper) handler(all bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		names, err := s.probeApp(r, metrics != nil)
+		names, err := s.probeApp(r, all)
 		timeout, terr := scrapeTimeout(r.Header, s.o.TimeoutOffset)
 		if err = cmp.Or(err, terr); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -82,25 +95,26 @@ func (s *scraper) handler(metrics http.Handler) http.HandlerFunc {
 		defer s.slots.Release(1)
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
-		col := s.exp.Collector(ctx, names...)
-		gather := metrics
-		if metrics == nil {
+		col, g := s.exp.Collector(ctx, names...), s.turn
+		if !all {
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(col)
-			gather = promhttp.HandlerFor(reg, s.opts)
-		} else if s.one.Acquire(r.Context(), 1) != nil {
-			return // the client left while it waited its turn
-		} else {
-			s.next = col
+			g = &gathering{Weighted: semaphore.NewWeighted(1), Handler: promhttp.HandlerFor(reg, s.opts)}
 		}
+		if !g.TryAcquire(1) {
+			if col.Fetch(); g.Acquire(ctx, 1) != nil {
+				if g = s.late; g.Acquire(r.Context(), 1) != nil {
+					return // the client left
+				}
+			}
+		}
+		g.col = col
 		// Answers are made in memory, gzipped, so that a client that reads slowly holds no other scrape's turn.
 		a, req := &answer{header: w.Header(), code: http.StatusOK}, r.Clone(r.Context())
 		req.Header.Set("Accept-Encoding", "gzip")
 		func() {
-			if metrics != nil {
-				defer s.one.Release(1) // before the answer is sent, even should promhttp panic
-			}
-			gather.ServeHTTP(a, req)
+			defer g.Release(1) // before the answer is sent, even should promhttp panic
+			g.ServeHTTP(a, req)
 		}()
 		body := io.Reader(&a.body)
 		if !acceptsGzip(r.Header) && a.header.Get("Content-Encoding") == "gzip" {
@@ -115,12 +129,6 @@ func (s *scraper) handler(metrics http.Handler) http.HandlerFunc {
 		_, _ = io.Copy(w, body)
 	}
 }
-
-// Describe implements prometheus.Collector: unchecked, /probe's registries check the same series.
-func (s *scraper) Describe(chan<- *prometheus.Desc) {}
-
-// Collect implements prometheus.Collector: the apps of the scrape whose turn it is.
-func (s *scraper) Collect(ch chan<- prometheus.Metric) { s.next.Collect(ch) }
 
 // probeApp picks the one app of /probe?app=NAME (none for all). Only configured
 // names are accepted; the request never chooses a URL or a credential.

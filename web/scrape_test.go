@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -307,6 +308,42 @@ func TestAGatheringEndsWhenItsScrapesLeave(t *testing.T) {
 	}, hangTimeout, 20*time.Millisecond, "answered by its own deadline")
 }
 
+// A scrape that waits on a slow app (an hour per answer) with a far
+// deadline (no header: 120 s) holds no other past its own: scrapes with a
+// short timeout, at once, are answered by theirs, with the apps that
+// answered up and the slow one down.
+func TestALongScrapeHoldsNoShorterOnePastItsDeadline(t *testing.T) {
+	t.Parallel()
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{})
+	p.sim.SetLatency(p.id("museum-guide"), "", time.Hour)
+	long, cancel := s.scrapeUntilCancelled()
+	defer func() { cancel(); <-long }()
+	require.Eventually(t, func() bool { return p.sim.Requests(simulator.EndpointSessions) == 3 }, hangTimeout, 5*time.Millisecond)
+	bodies := make(chan string, 3)
+	for range 3 {
+		go func() {
+			client := &http.Client{Timeout: hangTimeout / 2} // api.timeout is hangTimeout: the long scrape holds its turn that long
+			req, _ := http.NewRequest(http.MethodGet, s.url+"/metrics", nil)
+			req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "1")
+			resp, err := client.Do(req)
+			if err != nil {
+				bodies <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			bodies <- strconv.Itoa(resp.StatusCode) + "\n" + string(body)
+		}()
+	}
+	for range 3 {
+		code, body, _ := strings.Cut(<-bodies, "\n")
+		require.Equal(t, "200", code, "answered by its own deadline")
+		assert.Equal(t, map[string]float64{"app=support-desk": 1, "app=sales-avatar": 1, "app=museum-guide": 0}, samples(t, body)["duix_up"])
+		assert.Contains(t, body, "go_goroutines", "with the process metrics")
+	}
+}
+
 // A client that keeps asking for the shortest scrape timeout the exporter
 // accepts cuts short its own gatherings only: scrapes that give the
 // platform (400 ms per answer) time see every app up.
@@ -459,10 +496,10 @@ func TestFailedReloadSaysWhereToLookNotWhy(t *testing.T) {
 func TestABadTelemetryPathIsAnError(t *testing.T) {
 	exp := newTestExporter(t, startPlatform(t))
 	for _, path := range []string{"metrics", "", "/probe", "/-/reload", "/a b"} {
-		_, err := NewHandler(exp, nil, func() error { return nil }, Options{TelemetryPath: path})
+		_, err := NewHandler(exp, NewRegistries(), func() error { return nil }, Options{TelemetryPath: path})
 		assert.ErrorContains(t, err, "telemetry path", path)
 	}
-	_, err := NewHandler(exp, nil, func() error { return nil }, Options{TelemetryPath: "/custom/metrics"})
+	_, err := NewHandler(exp, NewRegistries(), func() error { return nil }, Options{TelemetryPath: "/custom/metrics"})
 	assert.NoError(t, err)
 }
 

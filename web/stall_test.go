@@ -58,7 +58,7 @@ func (d *deadlineRecorder) Write(p []byte) (int, error) {
 func TestAnAnswerMustBeWrittenWithinTheMarginOnceReady(t *testing.T) {
 	p := startPlatform(t)
 	const margin = 3 * time.Second
-	h, err := NewHandler(newTestExporter(t, p), nil, func() error { return nil },
+	h, err := NewHandler(newTestExporter(t, p), NewRegistries(), func() error { return nil },
 		Options{TelemetryPath: "/metrics", TimeoutOffset: 500 * time.Millisecond, WriteMargin: margin})
 	require.NoError(t, err)
 	for _, path := range []string{"/metrics", "/probe?app=museum-guide"} {
@@ -75,7 +75,7 @@ func TestAnAnswerMustBeWrittenWithinTheMarginOnceReady(t *testing.T) {
 		}
 	}
 	// The default margin.
-	h, err = NewHandler(newTestExporter(t, p), nil, func() error { return nil }, Options{TelemetryPath: "/metrics"})
+	h, err = NewHandler(newTestExporter(t, p), NewRegistries(), func() error { return nil }, Options{TelemetryPath: "/metrics"})
 	require.NoError(t, err)
 	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/probe?app=museum-guide", nil))
@@ -95,7 +95,7 @@ func TestAnAnswerMustBeWrittenWithinTheMarginOnceReady(t *testing.T) {
 // scrape timeout; answers are made in memory first.
 func TestAClientThatDoesNotReadHoldsNoGathering(t *testing.T) {
 	p := startPlatform(t)
-	h, err := NewHandler(newTestExporter(t, p), nil, func() error { return nil },
+	h, err := NewHandler(newTestExporter(t, p), NewRegistries(), func() error { return nil },
 		Options{TelemetryPath: "/metrics", TimeoutOffset: 500 * time.Millisecond, WriteMargin: 5 * time.Second})
 	require.NoError(t, err)
 	scrape := func() map[string]map[string]float64 {
@@ -140,7 +140,7 @@ func TestAClientThatDoesNotReadHoldsNoGathering(t *testing.T) {
 func TestAnAnswerThatCannotBeSentLogsNothing(t *testing.T) {
 	p := startPlatform(t)
 	s := serve(t, p.config, Options{})
-	h, err := NewHandler(s.exp, nil, func() error { return nil }, Options{TelemetryPath: "/metrics", Logger: s.logger})
+	h, err := NewHandler(s.exp, NewRegistries(), func() error { return nil }, Options{TelemetryPath: "/metrics", Logger: s.logger})
 	require.NoError(t, err)
 	for _, path := range []string{"/metrics", "/probe?app=museum-guide"} {
 		rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder(), failAfter: 1}

@@ -48,9 +48,32 @@ type Options struct {
 	Janitor       interface{ Enabled() bool } // the landing page shows Enabled and Recent, its last decisions (nil: off)
 }
 
-// NewHandler returns the exporter's endpoints. The telemetry path serves reg, the process-wide metrics (nil: none),
-// which gets every app's collector and promhttp's metrics; reload reloads the configuration (and logs why it failed).
-func NewHandler(exp *collector.Exporter, reg *prometheus.Registry, reload func() error, o Options) (_ http.Handler, err error) {
+// Registries hold the process-wide metrics, each collector registered with both: the telemetry path gathers them
+// and every app with the first, or with the second for a scrape whose deadline passed while it waited its turn.
+// Their methods implement prometheus.Registerer.
+type Registries [2]*prometheus.Registry
+
+// NewRegistries returns two empty registries.
+func NewRegistries() Registries {
+	return Registries{prometheus.NewRegistry(), prometheus.NewRegistry()}
+}
+
+func (r Registries) Register(c prometheus.Collector) error {
+	return cmp.Or(r[0].Register(c), r[1].Register(c))
+}
+
+func (r Registries) MustRegister(cs ...prometheus.Collector) {
+	r[0].MustRegister(cs...)
+	r[1].MustRegister(cs...)
+}
+
+func (r Registries) Unregister(c prometheus.Collector) bool {
+	return r[0].Unregister(c) && r[1].Unregister(c)
+}
+
+// NewHandler returns the exporter's endpoints. The telemetry path serves reg, the process-wide metrics, which gets
+// every app's collector and promhttp's metrics; reload reloads the configuration (and logs why it failed).
+func NewHandler(exp *collector.Exporter, reg Registries, reload func() error, o Options) (_ http.Handler, err error) {
 	defer func() { // the mux refuses a bad or taken telemetry path
 		if r := recover(); r != nil {
 			err = fmt.Errorf("telemetry path %q: %v", o.TelemetryPath, r)
@@ -58,13 +81,16 @@ func NewHandler(exp *collector.Exporter, reg *prometheus.Registry, reload func()
 	}()
 	o.Logger = cmp.Or(o.Logger, log.NewNopLogger())
 	o.WriteMargin = cmp.Or(max(o.WriteMargin, 0), DefaultWriteMargin)
-	reg = cmp.Or(reg, prometheus.NewRegistry())
-	s := &scraper{exp: exp, o: o, slots: semaphore.NewWeighted(cmp.Or(int64(max(o.MaxRequests, 0)), math.MaxInt64)), one: semaphore.NewWeighted(1),
+	s := &scraper{exp: exp, o: o, slots: semaphore.NewWeighted(cmp.Or(int64(max(o.MaxRequests, 0)), math.MaxInt64)),
 		opts: promhttp.HandlerOpts{ErrorLog: stdlog.New(log.NewStdlibAdapter(level.Error(o.Logger)), "", 0), ErrorHandling: promhttp.ContinueOnError, Registry: reg}}
-	reg.MustRegister(s)
+	s.turn, s.late = &gathering{Weighted: semaphore.NewWeighted(1)}, &gathering{Weighted: semaphore.NewWeighted(1)}
+	for i, g := range []*gathering{s.turn, s.late} {
+		reg[i].MustRegister(g)
+		g.Handler = promhttp.HandlerFor(reg[i], s.opts)
+	}
 	mux := http.NewServeMux()
-	mux.Handle(o.TelemetryPath, s.handler(promhttp.HandlerFor(reg, s.opts)))
-	mux.Handle("/probe", s.handler(nil))
+	mux.Handle(o.TelemetryPath, s.handler(true))
+	mux.Handle("/probe", s.handler(false))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Healthy") })
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Ready") })
 	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {

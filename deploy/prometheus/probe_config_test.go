@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
@@ -184,7 +183,7 @@ func startExporter(t *testing.T, names []string) string {
 		sim.AddApp(simulator.App{ID: id, Key: key, CorpID: "corp", Allowance: 5})
 		cfg.Apps = append(cfg.Apps, config.App{Name: name, AppID: id, AppKey: promconfig.Secret(key), TokenTTL: model.Duration(30 * time.Minute)})
 	}
-	reg := prometheus.NewRegistry()
+	reg := web.NewRegistries()
 	exp := collector.New(collector.Options{Metrics: client.NewMetrics(reg)})
 	require.NoError(t, exp.Register(reg))
 	require.NoError(t, exp.Apply(cfg))
