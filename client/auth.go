@@ -89,7 +89,7 @@ type tokenSource struct {
 
 	mu      sync.Mutex
 	token   string  // auth and the last token minted
-	last    *minted // shared with the app's sources before and after a reload
+	last    *minted // shared with the app's sources before and after a reload (and Retry-After)
 	renewAt time.Time
 }
 
@@ -121,10 +121,12 @@ func (s *tokenSource) follow(old *tokenSource) *tokenSource {
 	return s
 }
 
-// minted is an app's last token's iat and exp, Unix seconds.
+// minted is an app's last token's iat and exp, Unix seconds, and until
+// when the platform's last 429 asks for no calls.
 type minted struct {
-	mu       sync.Mutex
-	iat, exp int64
+	mu         sync.Mutex
+	iat, exp   int64
+	retryAfter time.Time
 }
 
 // get returns the value of the token's header.

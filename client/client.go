@@ -167,19 +167,17 @@ type Client struct {
 	p              *Pool
 	name, appQuery string
 	tokens         *tokenSource
-	mu             sync.Mutex
-	retryAfter     time.Time
 }
 
 // AppID is the platform's ID of the client's app.
 func (c *Client) AppID() string { return c.tokens.appID }
 
-// RetryAfter is when the platform's last 429 allows calls again (zero: now).
+// RetryAfter is when the platform's last 429 for the app allows calls again (zero: now), across reloads.
 func (c *Client) RetryAfter() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.p.now().Before(c.retryAfter) {
-		return c.retryAfter
+	c.tokens.last.mu.Lock()
+	defer c.tokens.last.mu.Unlock()
+	if c.p.now().Before(c.tokens.last.retryAfter) {
+		return c.tokens.last.retryAfter
 	}
 	return time.Time{}
 }
@@ -189,9 +187,9 @@ func (c *Client) backOff(d time.Duration, said bool) time.Duration {
 	if !said {
 		d = time.Minute
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.retryAfter = c.p.now().Add(d)
+	c.tokens.last.mu.Lock()
+	defer c.tokens.last.mu.Unlock()
+	c.tokens.last.retryAfter = c.p.now().Add(d)
 	return d
 }
 

@@ -89,12 +89,12 @@ func (st *appState) metrics(r *result, now time.Time) []prometheus.Metric {
 		gauge(activeSessionsDesc, float64(r.sessions))
 		gauge(sessionsWithoutConversationDesc, float64(r.noConv))
 	}
-	if until := st.holdOff(nil, now); !until.IsZero() {
-		gauge(rateLimitedUntilDesc, float64(until.UnixMilli())/1e3)
-	}
 
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if until := st.c.RetryAfter(); !until.IsZero() {
+		gauge(rateLimitedUntilDesc, float64(until.UnixMilli())/1e3)
+	}
 	gauge(appInfoDesc, 1, st.appID, st.corpID)
 	var errs uint64
 	for reason, n := range st.errs {

@@ -72,7 +72,7 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 			<-st.flights.DoChan("refresh", func() (any, error) {
 				for _, id := range due {
 					var conv *conversationDetails
-					err := e.call(st, c, set, client.EndpointConversation, func(ctx context.Context) (err error) {
+					err := e.call(st, set, client.EndpointConversation, func(ctx context.Context) (err error) {
 						conv, err = client.GetConversation[conversationDetails](ctx, c, id)
 						return err
 					})
@@ -83,7 +83,7 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 		})
 	}
 	wg.Go(func() {
-		r.concErr = e.call(st, c, set, client.EndpointConcurrency, func(ctx context.Context) (err error) {
+		r.concErr = e.call(st, set, client.EndpointConcurrency, func(ctx context.Context) (err error) {
 			r.conc, err = c.Concurrency(ctx)
 			return err
 		})
@@ -93,7 +93,7 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 		list = []seenSession{}
 	}
 	n, noConv, cut := 0, 0, false // cut: a session the lifecycle would follow was left out, over max_tracked
-	r.sessErr = e.call(st, c, set, client.EndpointSessions, func(ctx context.Context) error {
+	r.sessErr = e.call(st, set, client.EndpointSessions, func(ctx context.Context) error {
 		return c.EachSession(ctx, client.SessionOptions{}, func(ss client.Session) error {
 			n++
 			if _, ok := perConv[ss.ConversationID]; ok {
@@ -122,15 +122,12 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	return r
 }
 
-// call makes one call to the platform on a slot of set.sem; not while the platform's Retry-After applies.
-func (e *Exporter) call(st *appState, c *client.Client, set settings, endpoint string, do func(context.Context) error) error {
+// call makes one call to the platform on a slot of set.sem (the client makes none while the platform's Retry-After
+// applies, across reloads, and bounds each by api.timeout).
+func (e *Exporter) call(st *appState, set settings, endpoint string, do func(context.Context) error) error {
 	_ = set.sem.Acquire(context.Background(), 1) // fails only when its context ends
 	defer set.sem.Release(1)
-	err := error(&client.Error{Endpoint: endpoint, App: st.name, Reason: client.ReasonRateLimited}) // not called while the Retry-After applies
-	if st.holdOff(c, e.opts.Now()).IsZero() {
-		err = do(context.Background()) // the client bounds each call by api.timeout
-		st.holdOff(c, e.opts.Now())    // keeps the Retry-After of its answer
-	}
+	err := do(context.Background())
 	if err != nil {
 		level.Debug(e.opts.Logger).Log("msg", "platform call failed", "app", st.name, "endpoint", endpoint, "reason", client.Reason(err), "err", err)
 	}

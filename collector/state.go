@@ -47,21 +47,6 @@ type appState struct {
 	corpID        string
 	life          *lifecycle // nil when the lifecycle is off
 	maxTracked    int
-	until         time.Time // the platform's last Retry-After, kept across reloads
-}
-
-// holdOff returns until when the platform asked for no calls for the app
-// (zero: not now), as c (nil: st.c) or, across a reload, the app knows it.
-func (st *appState) holdOff(c *client.Client, now time.Time) time.Time {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if until := cmp.Or(c, st.c).RetryAfter(); until.After(st.until) {
-		st.until = until
-	}
-	if now.Before(st.until) {
-		return st.until
-	}
-	return time.Time{}
 }
 
 // configure sets the client, the conversations and the lifecycle, keeping
