@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
@@ -99,16 +101,39 @@ func runServe(ctx context.Context, o serveOptions, logger log.Logger, slogger *s
 	}
 	// The listeners run until the process stops or one fails, which stops the others.
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return web.Serve(gctx, web.NewServer(h, slogger), o.web, logger, slogger) })
+	g.Go(func() error { return serveHTTP(gctx, web.NewServer(h, slogger), o.web, logger, slogger) })
 	if jan != nil { // the janitor's webhook, on a listener of its own with the same web configuration
 		flags := &toolkit.FlagConfig{WebListenAddresses: &[]string{o.janitorAddress}, WebSystemdSocket: new(bool), WebConfigFile: o.web.WebConfigFile}
-		g.Go(func() error { return web.Serve(gctx, jan.Server(slogger), flags, logger, slogger) })
+		g.Go(func() error { return serveHTTP(gctx, jan.Server(slogger), flags, logger, slogger) })
 	}
 	if err := g.Wait(); err != nil {
 		level.Error(logger).Log("msg", "HTTP server failed", "err", err)
 		return 1
 	}
 	return 0
+}
+
+// serveHTTP serves srv on the addresses of flags, with TLS and basic auth from their web configuration file
+// (exporter-toolkit), until ctx ends; then it shuts down gracefully within web.ShutdownTimeout and returns nil.
+func serveHTTP(ctx context.Context, srv *http.Server, flags *toolkit.FlagConfig, logger log.Logger, slogger *slog.Logger) error {
+	done := make(chan error, 1)
+	go func() { done <- toolkit.ListenAndServe(srv, flags, slogger) }()
+	select {
+	case err := <-done:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	case <-ctx.Done():
+	}
+	level.Info(logger).Log("msg", "Shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), web.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		level.Warn(logger).Log("msg", "Graceful shutdown timed out", "err", err)
+		_ = srv.Close()
+	}
+	return nil
 }
 
 // checkConfig implements --config.check.

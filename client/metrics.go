@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // Metrics instruments the calls to the platform, once per process.
@@ -17,26 +18,24 @@ type Metrics struct {
 
 // NewMetrics creates the client metrics and registers them with reg (if not nil).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := promauto.With(reg)
 	m := &Metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+		requests: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "duix_api_requests_total",
 			Help: "Requests made to the platform API, by endpoint and HTTP status code (\"error\" when no response arrived; a status outside the common ones as its class, such as \"5xx\", or \"other\").",
 		}, []string{"endpoint", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "duix_api_request_duration_seconds",
 			Help:    "Time from sending a request to the platform API until its body was read, by endpoint.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"endpoint"}),
-		secretFileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+		secretFileErrors: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "duix_exporter_secret_file_errors_total",
 			Help: "Times a changed app key file (kind=\"key\"), token file (\"token\"), file of http_headers (\"header\") or of tls_config (\"tls\") was refused (not a regular file, too large, empty, more than one line, unreadable or gone); the last good one stays in use.",
 		}, []string{"kind"}),
 	}
 	for _, kind := range []string{SecretKey, SecretToken, SecretHeader, SecretTLS} { // every series from the start
 		m.secretFileErrors.WithLabelValues(kind)
-	}
-	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.secretFileErrors)
 	}
 	return m
 }

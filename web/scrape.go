@@ -53,11 +53,10 @@ func scrapeTimeout(h http.Header, offset time.Duration) (time.Duration, error) {
 	return timeout, nil
 }
 
-// scraper serves scrapes, each with its own collector and deadline. /probe builds a registry per request, as
-// blackbox_exporter per probe. The telemetry path makes one gathering of every app at a time: a scrape that arrives
-// meanwhile has its apps fetched while it waits its turn (the calls are shared, the gatherings are not); one whose
-// deadline passes first, on a slow platform, is gathered at once with what it found, one such late gathering at a
-// time: at most two gatherings in memory, whatever the clients do. Answers are made in memory before they are sent.
+// scraper serves scrapes, each with its own collector and deadline; /probe builds a registry per request (as
+// blackbox_exporter per probe). The telemetry path makes one gathering of every app at a time: a scrape that arrives
+// meanwhile has its apps fetched while it waits its turn (calls are shared, gatherings are not), and one whose deadline
+// passes first is gathered at once, one such late gathering at a time: at most two gatherings, whatever the clients do.
 type scraper struct {
 	exp        *collector.Exporter
 	o          Options
@@ -116,9 +115,9 @@ func (s *scraper) handler(all bool) http.HandlerFunc {
 			defer g.Release(1) // before the answer is sent, even should promhttp panic
 			g.ServeHTTP(a, req)
 		}()
-		body := io.Reader(&a.body)
+		body := io.Reader(&a.Buffer)
 		if !acceptsGzip(r.Header) && a.header.Get("Content-Encoding") == "gzip" {
-			if zr, err := gzip.NewReader(&a.body); err == nil {
+			if zr, err := gzip.NewReader(&a.Buffer); err == nil {
 				a.header.Del("Content-Encoding")
 				body = zr
 			}
@@ -161,13 +160,12 @@ func acceptsGzip(h http.Header) bool {
 	return false
 }
 
-// answer is an answer made in memory.
+// answer is an answer made in memory: its body is the buffer.
 type answer struct {
+	bytes.Buffer
 	header http.Header
 	code   int
-	body   bytes.Buffer
 }
 
-func (a *answer) Header() http.Header         { return a.header }
-func (a *answer) WriteHeader(code int)        { a.code = code }
-func (a *answer) Write(b []byte) (int, error) { return a.body.Write(b) }
+func (a *answer) Header() http.Header  { return a.header }
+func (a *answer) WriteHeader(code int) { a.code = code }

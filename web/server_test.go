@@ -1,6 +1,7 @@
 package web
 
 import (
+	"log/slog"
 	"net/http"
 	"testing"
 	"time"
@@ -9,7 +10,7 @@ import (
 )
 
 func TestServerBounds(t *testing.T) {
-	srv := NewServer(http.NotFoundHandler(), nil)
+	srv := NewServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
 	assert.Equal(t, ReadHeaderTimeout, srv.ReadHeaderTimeout)
 	assert.Equal(t, IdleTimeout, srv.IdleTimeout)
 	assert.Equal(t, MaxHeaderBytes, srv.MaxHeaderBytes)

@@ -6,9 +6,7 @@ package web
 
 import (
 	"cmp"
-	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"html/template"
 	stdlog "log"
@@ -22,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
-	toolkit "github.com/prometheus/exporter-toolkit/web"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/duix-exporter/duix_exporter/collector"
@@ -48,9 +45,8 @@ type Options struct {
 	Janitor       interface{ Enabled() bool } // the landing page shows Enabled and Recent, its last decisions (nil: off)
 }
 
-// Registries hold the process-wide metrics, each collector registered with both: the telemetry path gathers them
-// and every app with the first, or with the second for a scrape whose deadline passed while it waited its turn.
-// Their methods implement prometheus.Registerer.
+// Registries hold the process-wide metrics, each collector registered with both (a prometheus.Registerer): the
+// telemetry path gathers them and every app with the first, or the second for a scrape whose deadline passed first.
 type Registries [2]*prometheus.Registry
 
 // NewRegistries returns two empty registries.
@@ -114,35 +110,8 @@ func NewHandler(exp *collector.Exporter, reg Registries, reload func() error, o 
 // NewServer returns the HTTP server of h; its own errors (a failed TLS
 // handshake, say) go to errorLog.
 func NewServer(h http.Handler, errorLog *slog.Logger) *http.Server {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: ReadHeaderTimeout, IdleTimeout: IdleTimeout, MaxHeaderBytes: MaxHeaderBytes}
-	if errorLog != nil {
-		srv.ErrorLog = slog.NewLogLogger(errorLog.Handler(), slog.LevelError)
-	}
-	return srv
-}
-
-// Serve serves srv on the addresses of flags, with TLS and basic auth from
-// their web configuration file (exporter-toolkit), until ctx ends; then it
-// shuts down gracefully within ShutdownTimeout and returns nil.
-func Serve(ctx context.Context, srv *http.Server, flags *toolkit.FlagConfig, logger log.Logger, slogger *slog.Logger) error {
-	done := make(chan error, 1)
-	go func() { done <- toolkit.ListenAndServe(srv, flags, slogger) }()
-	select {
-	case err := <-done:
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return err
-	case <-ctx.Done():
-	}
-	level.Info(logger).Log("msg", "Shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		level.Warn(logger).Log("msg", "Graceful shutdown timed out", "err", err)
-		_ = srv.Close()
-	}
-	return nil
+	return &http.Server{Handler: h, ReadHeaderTimeout: ReadHeaderTimeout, IdleTimeout: IdleTimeout, MaxHeaderBytes: MaxHeaderBytes,
+		ErrorLog: slog.NewLogLogger(errorLog.Handler(), slog.LevelError)}
 }
 
 //go:embed landing.html

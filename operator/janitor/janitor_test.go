@@ -33,7 +33,6 @@ import (
 	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/operator/janitor"
 	"github.com/duix-exporter/duix_exporter/simulator"
-	"github.com/duix-exporter/duix_exporter/web"
 )
 
 // The apps of the tests: kiosk and lobby opt in with a max_session_age of
@@ -952,7 +951,7 @@ func TestServeWithBasicAuth(t *testing.T) {
 	require.NoError(t, err)
 	webConfig := filepath.Join(t.TempDir(), "web.yml")
 	require.NoError(t, os.WriteFile(webConfig, []byte("basic_auth_users:\n  alertmanager: "+string(hash)+"\n"), 0o600))
-	addr := serve(t, f.j.Server(nil), webConfig)
+	addr := serve(t, f.j.Server(slog.New(slog.DiscardHandler)), webConfig)
 
 	post := func(user, password string) int {
 		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/webhook", strings.NewReader(payload(t, stuck("kiosk"))))
@@ -976,9 +975,10 @@ func TestServeWithBasicAuth(t *testing.T) {
 	assert.Empty(t, f.listed("kiosk"))
 }
 
-// serve serves srv with web.Serve on a free loopback address, with the
-// web configuration file webConfig ("" for none), until the test ends,
-// and returns the address once it accepts connections.
+// serve serves srv on a free loopback address as the exporter does
+// (exporter-toolkit), with the web configuration file webConfig ("" for
+// none), until the test ends, and returns the address once it accepts
+// connections.
 func serve(t *testing.T, srv *http.Server, webConfig string) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -987,17 +987,11 @@ func serve(t *testing.T, srv *http.Server, webConfig string) string {
 	require.NoError(t, l.Close())
 	systemd := false
 	flags := &toolkit.FlagConfig{WebListenAddresses: &[]string{addr}, WebSystemdSocket: &systemd, WebConfigFile: &webConfig}
-	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- web.Serve(ctx, srv, flags, log.NewNopLogger(), slog.New(slog.DiscardHandler)) }()
+	go func() { done <- toolkit.ListenAndServe(srv, flags, slog.New(slog.DiscardHandler)) }()
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(10 * time.Second):
-			t.Error("Serve did not return after its context ended")
-		}
+		assert.NoError(t, srv.Close())
+		assert.ErrorIs(t, <-done, http.ErrServerClosed)
 	})
 	require.Eventually(t, func() bool {
 		c, err := net.Dial("tcp", addr)
@@ -1064,7 +1058,7 @@ func TestSlowSendersCannotHoldTheListenerOrItsMemory(t *testing.T) {
 		f.session("kiosk", 3*time.Hour)
 		f.session("lobby", 3*time.Hour)
 	}
-	srv := f.j.Server(nil)
+	srv := f.j.Server(slog.New(slog.DiscardHandler))
 	srv.ReadTimeout = 0 // the slow senders hold their requests until they leave
 	addr := serve(t, srv, "")
 	body := []byte(payload(t, stuck("kiosk"), stuck("lobby")))
@@ -1130,7 +1124,7 @@ func TestABurstOfOneWebhookPerAppIsHandled(t *testing.T) {
 	j, err := janitor.New(janitor.Options{Source: poolSource{pool}})
 	require.NoError(t, err)
 	require.NoError(t, j.Apply(cfg))
-	addr := serve(t, j.Server(nil), "")
+	addr := serve(t, j.Server(slog.New(slog.DiscardHandler)), "")
 	var wg sync.WaitGroup
 	for i := range apps {
 		body := []byte(payload(t, stuck(fmt.Sprintf("app%d", i))))
@@ -1182,7 +1176,7 @@ func TestLabelNamesAreCaseSensitive(t *testing.T) {
 // shortened), answered and counted.
 func TestASlowBodyIsCutAndCounted(t *testing.T) {
 	f := newFixture(t, "")
-	srv := f.j.Server(nil)
+	srv := f.j.Server(slog.New(slog.DiscardHandler))
 	require.Positive(t, srv.ReadTimeout, "the listener has a read timeout")
 	srv.ReadTimeout = 300 * time.Millisecond
 	c, err := net.Dial("tcp", serve(t, srv, ""))
@@ -1297,7 +1291,7 @@ func TestASenderThatLeavesWhileWaitingIsAbandonedOverAListener(t *testing.T) {
 		once.Do(func() { close(listing); <-release })
 		return false
 	})
-	addr := serve(t, f.j.Server(nil), "")
+	addr := serve(t, f.j.Server(slog.New(slog.DiscardHandler)), "")
 	t.Cleanup(func() { released.Do(func() { close(release) }) }) // before the listener shuts down, should the test fail
 	done := make(chan int)
 	go func() {
@@ -1338,7 +1332,7 @@ func postBody(t *testing.T, addr string, body []byte) int {
 func TestThePayloadBudgetAnswersBusyNotLater(t *testing.T) {
 	f := newFixture(t, "")
 	f.session("kiosk", 3*time.Hour)
-	srv := f.j.Server(nil)
+	srv := f.j.Server(slog.New(slog.DiscardHandler))
 	srv.ReadTimeout = 0 // the slow senders hold their bytes until they leave
 	addr := serve(t, srv, "")
 	resolved := stuck("kiosk")

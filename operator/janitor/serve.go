@@ -18,7 +18,7 @@ const (
 	writeTimeout = 10 * time.Second
 )
 
-// Server returns the HTTP server of the janitor's listener, for web.Serve
+// Server returns the HTTP server of the janitor's listener, for exporter-toolkit
 // (which applies the web configuration: TLS, basic auth); its own errors go
 // to errorLog.
 func (j *Janitor) Server(errorLog *slog.Logger) *http.Server {
