@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -119,10 +118,7 @@ func serveHTTP(ctx context.Context, srv *http.Server, flags *toolkit.FlagConfig,
 	done := make(chan error, 1)
 	go func() { done <- toolkit.ListenAndServe(srv, flags, slogger) }()
 	select {
-	case err := <-done:
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
+	case err := <-done: // not http.ErrServerClosed: only the shutdown below closes srv
 		return err
 	case <-ctx.Done():
 	}

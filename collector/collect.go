@@ -15,8 +15,8 @@ type Scrape struct {
 	ctx     context.Context
 	names   []string
 	arrived time.Time             // when its request arrived
-	got     map[*appState]*result // what Fetch found
-	fetched bool                  // got is complete: Collect waits for nothing
+	got     map[*appState]*result // what Fetch found (nil: not in time)
+	fetched bool                  // Fetch has run: Collect reuses got
 }
 
 // Describe implements prometheus.Collector.
@@ -45,12 +45,12 @@ func (s *Scrape) Collect(ch chan<- prometheus.Metric) {
 	}
 	for range apps {
 		f := <-out
-		if f.r == nil { // not fetched in time: down for this request only
-			f.r = &result{duration: time.Since(s.arrived)}
-		}
 		if ch == nil {
 			s.got[f.st] = f.r
 			continue
+		}
+		if f.r == nil { // not fetched in time: down for this request only
+			f.r = &result{duration: time.Since(s.arrived)}
 		}
 		for _, m := range f.st.metrics(f.r, s.e.opts.Now()) {
 			ch <- m
@@ -59,7 +59,7 @@ func (s *Scrape) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Fetch fetches the apps until they land or the scrape's deadline, sending nothing: Collect then sends what it
-// found and waits for nothing, so that a scrape can wait for its turn to be gathered while its apps are fetched.
+// found (fetching only apps it did not, added by a reload), so that a scrape can wait for its turn meanwhile.
 func (s *Scrape) Fetch() {
 	s.got = map[*appState]*result{}
 	s.Collect(nil)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -520,6 +521,27 @@ func TestRetryAfterOutlivesAReload(t *testing.T) {
 	e.faults.ClearFaults()
 	e.clk.Add(31 * time.Minute)
 	assert.Contains(t, e.scrapeText(t, context.Background()), `duix_up{app="a"} 1`, "called again once it has passed")
+}
+
+// A scrape that waits for its turn has its apps fetched (Fetch) and its
+// Collect reuses what Fetch found; an app that a reload adds in between is
+// fetched by the Collect, not reported down.
+func TestCollectAfterFetchReusesItsResultsAndFetchesAnAppAddedSince(t *testing.T) {
+	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, nil}, appDef{"b", "app-b", "key-b", 5, nil})
+	onlyA := *e.cfg
+	onlyA.Apps = e.cfg.Apps[:1]
+	require.NoError(t, e.exp.Apply(&onlyA))
+	s := e.exp.Collector(context.Background())
+	s.Fetch()
+	require.Equal(t, int64(1), e.sim.RequestsFor("app-a", simulator.EndpointConcurrency))
+	require.NoError(t, e.exp.Apply(e.cfg))
+	body, err := testutil.CollectAndFormat(s, expfmt.TypeTextPlain, "duix_up")
+	require.NoError(t, err)
+	assert.Contains(t, string(body), `duix_up{app="a"} 1`)
+	assert.Contains(t, string(body), `duix_up{app="b"} 1`, "added by the reload after Fetch: fetched by Collect")
+	assert.Equal(t, int64(1), e.sim.RequestsFor("app-a", simulator.EndpointConcurrency), "Fetch's result reused")
+	assert.Equal(t, int64(1), e.sim.RequestsFor("app-b", simulator.EndpointConcurrency))
+	assert.Zero(t, e.shared("in_flight")+e.shared("cached"), "nothing shared: each call was the scrape's own")
 }
 
 func TestReloadKeepsStateOfUnchangedApps(t *testing.T) {

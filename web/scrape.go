@@ -101,9 +101,11 @@ func (s *scraper) handler(all bool) http.HandlerFunc {
 			g = &gathering{Weighted: semaphore.NewWeighted(1), Handler: promhttp.HandlerFor(reg, s.opts)}
 		}
 		if !g.TryAcquire(1) {
-			if col.Fetch(); g.Acquire(ctx, 1) != nil {
+			col.Fetch() // its apps are fetched while another gathers
+			if !g.TryAcquire(1) && g.Acquire(ctx, 1) != nil {
 				if g = s.late; g.Acquire(r.Context(), 1) != nil {
-					return // the client left
+					http.Error(w, "The client left before its scrape was gathered.", http.StatusServiceUnavailable)
+					return
 				}
 			}
 		}

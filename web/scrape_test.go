@@ -1,12 +1,14 @@
 package web
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -314,12 +316,7 @@ func TestAGatheringEndsWhenItsScrapesLeave(t *testing.T) {
 // answered up and the slow one down.
 func TestALongScrapeHoldsNoShorterOnePastItsDeadline(t *testing.T) {
 	t.Parallel()
-	p := startPlatform(t)
-	s := serve(t, p.config, Options{})
-	p.sim.SetLatency(p.id("museum-guide"), "", time.Hour)
-	long, cancel := s.scrapeUntilCancelled()
-	defer func() { cancel(); <-long }()
-	require.Eventually(t, func() bool { return p.sim.Requests(simulator.EndpointSessions) == 3 }, hangTimeout, 5*time.Millisecond)
+	s := behindASlowGathering(t)
 	bodies := make(chan string, 3)
 	for range 3 {
 		go func() {
@@ -342,6 +339,38 @@ func TestALongScrapeHoldsNoShorterOnePastItsDeadline(t *testing.T) {
 		assert.Equal(t, map[string]float64{"app=support-desk": 1, "app=sales-avatar": 1, "app=museum-guide": 0}, samples(t, body)["duix_up"])
 		assert.Contains(t, body, "go_goroutines", "with the process metrics")
 	}
+}
+
+// behindASlowGathering serves a platform whose museum-guide answers in an
+// hour, with a scrape without a timeout holding the turn, waiting on it,
+// until the test ends.
+func behindASlowGathering(t *testing.T) *server {
+	t.Helper()
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{})
+	p.sim.SetLatency(p.id("museum-guide"), "", time.Hour)
+	long, cancel := s.scrapeUntilCancelled()
+	t.Cleanup(func() { cancel(); <-long })
+	require.Eventually(t, func() bool { return p.sim.Requests(simulator.EndpointSessions) == 3 }, hangTimeout, 5*time.Millisecond)
+	return s
+}
+
+// A client that leaves (here: half-closes its request) while another
+// scrape holds the turn gets an error, not an empty 200.
+func TestAClientThatLeavesWhileItWaitsGetsNoEmptyAnswer(t *testing.T) {
+	t.Parallel()
+	s := behindASlowGathering(t)
+	c, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.SetDeadline(time.Now().Add(hangTimeout)))
+	_, err = io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Prometheus-Scrape-Timeout-Seconds: 5\r\n\r\n")
+	require.NoError(t, err)
+	require.NoError(t, c.(*net.TCPConn).CloseWrite())
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 }
 
 // A client that keeps asking for the shortest scrape timeout the exporter
@@ -501,6 +530,25 @@ func TestABadTelemetryPathIsAnError(t *testing.T) {
 	}
 	_, err := NewHandler(exp, NewRegistries(), func() error { return nil }, Options{TelemetryPath: "/custom/metrics"})
 	assert.NoError(t, err)
+}
+
+// A handler that fails leaves nothing in the registries it was given: the
+// retry that succeeds gathers without error.
+func TestAFailedHandlerLeavesTheRegistriesAsTheyWere(t *testing.T) {
+	exp := newTestExporter(t, startPlatform(t))
+	reg := NewRegistries()
+	_, err := NewHandler(exp, reg, func() error { return nil }, Options{TelemetryPath: "metrics"})
+	require.Error(t, err)
+	h, err := NewHandler(exp, reg, func() error { return nil }, Options{TelemetryPath: "/metrics"})
+	require.NoError(t, err)
+	for range 2 { // an error of the first gathering is counted in the second's answer
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		require.Equal(t, http.StatusOK, rec.Code)
+		m := samples(t, rec.Body.String())
+		assert.Equal(t, 1.0, m["duix_up"]["app=support-desk"])
+		assert.Zero(t, m["promhttp_metric_handler_errors_total"]["cause=gathering"])
+	}
 }
 
 // scrapeUntilCancelled scrapes /metrics without a scrape timeout until

@@ -64,11 +64,12 @@ func (r Registries) MustRegister(cs ...prometheus.Collector) {
 }
 
 func (r Registries) Unregister(c prometheus.Collector) bool {
-	return r[0].Unregister(c) && r[1].Unregister(c)
+	first := r[0].Unregister(c)
+	return r[1].Unregister(c) && first
 }
 
-// NewHandler returns the exporter's endpoints. The telemetry path serves reg, the process-wide metrics, which gets
-// every app's collector and promhttp's metrics; reload reloads the configuration (and logs why it failed).
+// NewHandler returns the exporter's endpoints. The telemetry path serves reg (its alone), the process-wide metrics,
+// which gets every app's collector and promhttp's metrics; reload reloads the configuration (and logs why it failed).
 func NewHandler(exp *collector.Exporter, reg Registries, reload func() error, o Options) (_ http.Handler, err error) {
 	defer func() { // the mux refuses a bad or taken telemetry path
 		if r := recover(); r != nil {
@@ -80,10 +81,6 @@ func NewHandler(exp *collector.Exporter, reg Registries, reload func() error, o 
 	s := &scraper{exp: exp, o: o, slots: semaphore.NewWeighted(cmp.Or(int64(max(o.MaxRequests, 0)), math.MaxInt64)),
 		opts: promhttp.HandlerOpts{ErrorLog: stdlog.New(log.NewStdlibAdapter(level.Error(o.Logger)), "", 0), ErrorHandling: promhttp.ContinueOnError, Registry: reg}}
 	s.turn, s.late = &gathering{Weighted: semaphore.NewWeighted(1)}, &gathering{Weighted: semaphore.NewWeighted(1)}
-	for i, g := range []*gathering{s.turn, s.late} {
-		reg[i].MustRegister(g)
-		g.Handler = promhttp.HandlerFor(reg[i], s.opts)
-	}
 	mux := http.NewServeMux()
 	mux.Handle(o.TelemetryPath, s.handler(true))
 	mux.Handle("/probe", s.handler(false))
@@ -103,6 +100,10 @@ func NewHandler(exp *collector.Exporter, reg Registries, reload func() error, o 
 	})
 	if o.TelemetryPath != "/" { // the landing page lists the apps with what the last scrape found; it calls nothing itself
 		mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) { landingPage(w, o, exp.Statuses()) })
+	}
+	for i, g := range []*gathering{s.turn, s.late} { // once the mux is built: a handler that fails registers nothing
+		reg[i].MustRegister(g)
+		g.Handler = promhttp.HandlerFor(reg[i], s.opts)
 	}
 	return mux, nil
 }
