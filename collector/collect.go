@@ -13,10 +13,11 @@ import (
 type Scrape struct {
 	e       *Exporter
 	ctx     context.Context
-	names   []string
+	apps    []*appState // the apps and settings in force when its request arrived
+	set     settings
 	arrived time.Time             // when its request arrived
-	got     map[*appState]*result // what Fetch found (nil: not in time)
-	fetched bool                  // Fetch has run: Collect reuses got
+	got     map[*appState]*result // what Fetch found
+	fetched bool                  // Fetch has run: Collect sends got
 }
 
 // Describe implements prometheus.Collector.
@@ -29,7 +30,7 @@ func (s *Scrape) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector. It fetches the apps, as many at once as api.max_concurrency, and
 // sends each app's series as soon as its result is there (with ch nil, it keeps the results for Fetch).
 func (s *Scrape) Collect(ch chan<- prometheus.Metric) {
-	apps, set := s.e.snapshot(s.names)
+	apps, set := s.apps, s.set
 	type fetched struct {
 		st *appState
 		r  *result
@@ -45,12 +46,12 @@ func (s *Scrape) Collect(ch chan<- prometheus.Metric) {
 	}
 	for range apps {
 		f := <-out
+		if f.r == nil { // not fetched in time: down for this request only
+			f.r = &result{duration: time.Since(s.arrived)}
+		}
 		if ch == nil {
 			s.got[f.st] = f.r
 			continue
-		}
-		if f.r == nil { // not fetched in time: down for this request only
-			f.r = &result{duration: time.Since(s.arrived)}
 		}
 		for _, m := range f.st.metrics(f.r, s.e.opts.Now()) {
 			ch <- m
@@ -59,7 +60,7 @@ func (s *Scrape) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Fetch fetches the apps until they land or the scrape's deadline, sending nothing: Collect then sends what it
-// found (fetching only apps it did not, added by a reload), so that a scrape can wait for its turn meanwhile.
+// found and waits for nothing, so that a scrape can wait for its turn to be gathered while its apps are fetched.
 func (s *Scrape) Fetch() {
 	s.got = map[*appState]*result{}
 	s.Collect(nil)

@@ -523,25 +523,55 @@ func TestRetryAfterOutlivesAReload(t *testing.T) {
 	assert.Contains(t, e.scrapeText(t, context.Background()), `duix_up{app="a"} 1`, "called again once it has passed")
 }
 
-// A scrape that waits for its turn has its apps fetched (Fetch) and its
-// Collect reuses what Fetch found; an app that a reload adds in between is
-// fetched by the Collect, not reported down.
-func TestCollectAfterFetchReusesItsResultsAndFetchesAnAppAddedSince(t *testing.T) {
+// A scrape that waits for its turn has its apps fetched (Fetch); its
+// Collect sends what Fetch found. A scrape reports the apps configured when
+// its request arrived, whatever a reload does before its Collect: an app
+// removed meanwhile is still reported (a /probe of it is never empty), one
+// added meanwhile is not.
+func TestAScrapeReportsTheAppsConfiguredWhenItArrived(t *testing.T) {
 	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, nil}, appDef{"b", "app-b", "key-b", 5, nil})
 	onlyA := *e.cfg
 	onlyA.Apps = e.cfg.Apps[:1]
+	all, probe := e.exp.Collector(context.Background()), e.exp.Collector(context.Background(), "b")
+	all.Fetch()
+	require.Equal(t, int64(1), e.sim.RequestsFor("app-b", simulator.EndpointConcurrency))
 	require.NoError(t, e.exp.Apply(&onlyA))
-	s := e.exp.Collector(context.Background())
-	s.Fetch()
-	require.Equal(t, int64(1), e.sim.RequestsFor("app-a", simulator.EndpointConcurrency))
+	for _, s := range []prometheus.Collector{all, probe} {
+		body, err := testutil.CollectAndFormat(s, expfmt.TypeTextPlain, "duix_up")
+		require.NoError(t, err)
+		assert.Contains(t, string(body), `duix_up{app="b"} 1`, "removed by the reload after the scrape arrived")
+	}
+	assert.Equal(t, int64(1), e.sim.RequestsFor("app-a", simulator.EndpointConcurrency), "Fetch's result sent")
+	assert.Equal(t, int64(1), e.sim.RequestsFor("app-b", simulator.EndpointConcurrency), "the probe reuses what landed since it arrived")
+
+	added := e.exp.Collector(context.Background())
 	require.NoError(t, e.exp.Apply(e.cfg))
-	body, err := testutil.CollectAndFormat(s, expfmt.TypeTextPlain, "duix_up")
+	body, err := testutil.CollectAndFormat(added, expfmt.TypeTextPlain, "duix_up")
 	require.NoError(t, err)
 	assert.Contains(t, string(body), `duix_up{app="a"} 1`)
-	assert.Contains(t, string(body), `duix_up{app="b"} 1`, "added by the reload after Fetch: fetched by Collect")
-	assert.Equal(t, int64(1), e.sim.RequestsFor("app-a", simulator.EndpointConcurrency), "Fetch's result reused")
-	assert.Equal(t, int64(1), e.sim.RequestsFor("app-b", simulator.EndpointConcurrency))
-	assert.Zero(t, e.shared("in_flight")+e.shared("cached"), "nothing shared: each call was the scrape's own")
+	assert.NotContains(t, string(body), `app="b"`, "added by the reload after the scrape arrived")
+}
+
+// An app that Fetch could not get by the scrape's deadline is down for that
+// scrape, even when its call lands before the scrape is gathered (a late
+// gathering), and the fetch it joined is counted as shared once.
+func TestAnAppFetchMissedIsDownAndCountedOnce(t *testing.T) {
+	e := newGatedEnv(t, appDef{"a", "app-a", "key-a", 5, nil})
+	first := e.scrapeAsync(t, context.Background())
+	waitFor(t, "the first scrape's calls are under way", func() bool { return e.gate.arrived.Load() >= 2 })
+	ctx, cancel := context.WithCancel(context.Background())
+	late := e.exp.Collector(ctx)
+	fetched := make(chan struct{})
+	go func() { late.Fetch(); close(fetched) }()
+	waitFor(t, "the late scrape joined the fetch", func() bool { return e.shared("in_flight") == 1 })
+	cancel() // its deadline
+	<-fetched
+	e.gate.release()
+	assert.Contains(t, <-first, `duix_up{app="a"} 1`)
+	body, err := testutil.CollectAndFormat(late, expfmt.TypeTextPlain, "duix_up")
+	require.NoError(t, err)
+	assert.Contains(t, string(body), `duix_up{app="a"} 0`, "not fetched by its deadline")
+	assert.Equal(t, 1.0, e.shared("in_flight"), "the join is counted once")
 }
 
 func TestReloadKeepsStateOfUnchangedApps(t *testing.T) {

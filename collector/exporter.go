@@ -148,9 +148,9 @@ func (e *Exporter) snapshot(names []string) ([]*appState, settings) {
 	return out, e.set
 }
 
-// Collector returns the collector of one scrape of the named apps (all
-// when none): an app not fetched when ctx ends has duix_up 0. Its request
-// arrives now: it reuses what lands from now on.
+// Collector returns the collector of one scrape of the named apps (all when none) as configured now, whatever a
+// reload does meanwhile: an app not fetched when ctx ends has duix_up 0. It reuses what lands from now on.
 func (e *Exporter) Collector(ctx context.Context, names ...string) *Scrape {
-	return &Scrape{e: e, ctx: ctx, names: names, arrived: time.Now()}
+	apps, set := e.snapshot(names)
+	return &Scrape{e: e, ctx: ctx, apps: apps, set: set, arrived: time.Now()}
 }

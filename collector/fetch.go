@@ -22,7 +22,7 @@ import (
 func (s *Scrape) fetch(st *appState, set settings) *result {
 	r, flying := st.lastResult()
 	switch {
-	case s.fetched && s.got[st] != nil: // found by Fetch
+	case s.fetched: // found by Fetch, and counted then
 		return s.got[st]
 	case r != nil && set.api.MinInterval > 0 && s.e.opts.Now().Sub(r.started) < time.Duration(set.api.MinInterval):
 		s.e.shared.WithLabelValues("cached").Inc()
