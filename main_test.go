@@ -489,7 +489,17 @@ func TestEveryLogLineHasTheSameLeadingKeys(t *testing.T) {
 func TestJanitorListenerAndLandingPage(t *testing.T) {
 	t.Parallel()
 	addr := platformtest.FreeAddr(t)
-	p := startExporter(t, "--demo", "--janitor.listen-address="+addr)
+	p := launch(t, func(p *process) bool { // both listeners up: the janitor's starts beside the main one
+		resp, err := http.Get(p.url + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			var c net.Conn
+			if c, err = net.Dial("tcp", addr); err == nil {
+				c.Close()
+			}
+		}
+		return err == nil
+	}, "--demo", "--janitor.listen-address="+addr)
 
 	_, page := p.get(t, "/")
 	assert.Contains(t, page, `id="janitor"`, "the landing page says the janitor is on")
