@@ -92,7 +92,7 @@ func runServe(ctx context.Context, o serveOptions, logger log.Logger, slogger *s
 		}
 	}()
 
-	h, err := web.NewHandler(exp, reg, reload, web.Options{Name: exporterName, TelemetryPath: o.telemetryPath,
+	h, err := web.NewHandler(exp, reg, reload, web.Options{TelemetryPath: o.telemetryPath,
 		MaxRequests: o.maxRequests, TimeoutOffset: o.timeoutOffset, Logger: logger, Janitor: jan})
 	if err != nil {
 		level.Error(logger).Log("msg", "Cannot build the HTTP handlers", "err", err)

@@ -3,6 +3,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,7 +32,7 @@ const (
 
 // PoolOptions are the process-wide parts of a Pool.
 type PoolOptions struct {
-	Metrics           *Metrics // instruments every call (nil: none)
+	Metrics           *Metrics // instruments every call (nil: unregistered ones)
 	UserAgent         string
 	Now               func() time.Time // the clock of tokens and Retry-After (nil: time.Now)
 	OnSecretFileError SecretFileHook   // told, for logging, of a refused key, token, header or TLS file (nil: none)
@@ -65,15 +66,13 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		return nil, errors.New("api.base_url: not a valid URL")
 	}
 	p := &Pool{base: base, baseURL: cfg.API.BaseURL, auth: "Authorization", ua: []string{opts.UserAgent},
-		timeout: time.Duration(cfg.API.Timeout), maxBytes: cfg.API.MaxResponseBytes, metrics: opts.Metrics, now: opts.Now,
+		timeout: time.Duration(cfg.API.Timeout), maxBytes: cfg.API.MaxResponseBytes, metrics: cmp.Or(opts.Metrics, NewMetrics(nil)), now: opts.Now,
 		clients: make(map[string]*Client, len(cfg.Apps))}
 	if p.now == nil {
 		p.now = time.Now
 	}
 	hook := func(kind, path string, err error) {
-		if opts.Metrics != nil {
-			opts.Metrics.secretFileErrors.WithLabelValues(kind).Inc()
-		}
+		p.metrics.secretFileErrors.WithLabelValues(kind).Inc()
 		if opts.OnSecretFileError != nil {
 			opts.OnSecretFileError(kind, path, err)
 		}

@@ -20,6 +20,9 @@ type Scrape struct {
 	fetched bool                  // Fetch has run: Collect sends got
 }
 
+// Apps is the number of apps the scrape reports.
+func (s *Scrape) Apps() int { return len(s.apps) }
+
 // Describe implements prometheus.Collector.
 func (s *Scrape) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range descs {

@@ -94,9 +94,6 @@ func serveOn(t *testing.T, configFile string, o Options, wrap func(net.Listener)
 	sc := config.NewSafeConfig(reg)
 	sc.Subscribe(exp.Apply)
 	require.NoError(t, sc.ReloadConfig(configFile, logger))
-	if o.Name == "" {
-		o.Name = "duix_exporter"
-	}
 	if o.TelemetryPath == "" {
 		o.TelemetryPath = "/metrics"
 	}

@@ -71,7 +71,7 @@ func TestLandingPageShowsTheLastScrape(t *testing.T) {
 	p := startPlatform(t)
 	exp := newTestExporter(t, p)
 	page := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		landingPage(w, Options{Name: "duix_exporter", TelemetryPath: "/metrics"}, exp.Statuses())
+		landingPage(w, Options{TelemetryPath: "/metrics"}, exp.Statuses())
 	})
 
 	rec, body := getLanding(t, page, "/")
@@ -134,7 +134,7 @@ func TestLandingPageEscapesErrors(t *testing.T) {
 	p := startPlatform(t)
 	exp := newTestExporter(t, p)
 	page := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		landingPage(w, Options{Name: "duix_exporter", TelemetryPath: "/custom-metrics"}, exp.Statuses())
+		landingPage(w, Options{TelemetryPath: "/custom-metrics"}, exp.Statuses())
 	})
 	// A gateway's HTML page ends up in the error message.
 	p.faults.SetFault(p.id("sales-avatar"), simulator.EndpointConcurrency, platformtest.Fault{Kind: platformtest.FaultHTML502})
@@ -155,7 +155,7 @@ func TestLandingPageEscapesErrors(t *testing.T) {
 
 	// Whatever a status holds is escaped.
 	rec := httptest.NewRecorder()
-	landingPage(rec, Options{Name: "duix_exporter", TelemetryPath: "/custom-metrics"},
+	landingPage(rec, Options{TelemetryPath: "/custom-metrics"},
 		[]collector.Status{{Name: `<b>x</b>`, AppID: `"><script>`, LastScrape: time.Now(), LastError: "<script>alert(1)</script>"}})
 	body = rec.Body.String()
 	assert.NotContains(t, body, "<script", "works without JavaScript, and none can be injected")

@@ -81,8 +81,10 @@ func (g *gathering) Collect(ch chan<- prometheus.Metric) { g.col.Collect(ch) }
 // handler serves the telemetry path (every app) or /probe (one).
 func (s *scraper) handler(all bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		names, err := s.probeApp(r, all)
 		timeout, terr := scrapeTimeout(r.Header, s.o.TimeoutOffset)
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		col, err := s.collector(ctx, r, all)
 		if err = cmp.Or(err, terr); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -92,9 +94,7 @@ func (s *scraper) handler(all bool) http.HandlerFunc {
 			return
 		}
 		defer s.slots.Release(1)
-		ctx, cancel := context.WithTimeout(r.Context(), timeout)
-		defer cancel()
-		col, g := s.exp.Collector(ctx, names...), s.turn
+		g := s.turn
 		if !all {
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(col)
@@ -131,14 +131,15 @@ func (s *scraper) handler(all bool) http.HandlerFunc {
 	}
 }
 
-// probeApp picks the one app of /probe?app=NAME (none for all). Only configured
-// names are accepted; the request never chooses a URL or a credential.
-func (s *scraper) probeApp(r *http.Request, all bool) ([]string, error) {
+// collector returns the collector of the request: of every app, or of the one app of /probe?app=NAME. Only configured
+// names are accepted, checked in the configuration the scrape reports; the request never chooses a URL or a credential.
+func (s *scraper) collector(ctx context.Context, r *http.Request, all bool) (*collector.Scrape, error) {
 	if all {
-		return nil, nil
+		return s.exp.Collector(ctx), nil
 	}
 	q, err := url.ParseQuery(r.URL.RawQuery) // URL.Query drops what does not parse: it could hide a second app
 	names := q["app"]
+	col := s.exp.Collector(ctx, names...)
 	switch {
 	case err != nil:
 		return nil, errors.New("the query does not parse (a bad %-escape or a semicolon): use /probe?app=NAME")
@@ -146,10 +147,10 @@ func (s *scraper) probeApp(r *http.Request, all bool) ([]string, error) {
 		return nil, errors.New("the app parameter is missing: use /probe?app=NAME with a name from the configuration")
 	case len(names) > 1:
 		return nil, errors.New("give exactly one app parameter")
-	case s.exp.AppClient(names[0]) == nil:
+	case col.Apps() == 0:
 		return nil, fmt.Errorf("unknown app %s: not in the configuration", strconv.Quote(names[0][:min(len(names[0]), 64)]))
 	}
-	return names, nil
+	return col, nil
 }
 
 // acceptsGzip reports whether Accept-Encoding names gzip, with no q-value of 0.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,9 +20,11 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duix-exporter/duix_exporter/config"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
@@ -446,27 +449,17 @@ func TestAHalfClosedRequestDoesNotTakeAppsDownForOthers(t *testing.T) {
 	p := startPlatform(t)
 	p.sim.SetLatency("", "", 50*time.Millisecond)
 	s := serve(t, p.config, Options{})
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			c, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
-			if err != nil {
-				continue
-			}
-			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-			_, _ = io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Prometheus-Scrape-Timeout-Seconds: 5\r\n\r\n")
-			_ = c.(*net.TCPConn).CloseWrite()
-			_, _ = io.Copy(io.Discard, c)
-			c.Close()
+	inBackground(t, func() {
+		c, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+		if err != nil {
+			return
 		}
-	}()
-	defer func() { close(stop); <-done }()
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		_, _ = io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Prometheus-Scrape-Timeout-Seconds: 5\r\n\r\n")
+		_ = c.(*net.TCPConn).CloseWrite()
+		_, _ = io.Copy(io.Discard, c)
+		c.Close()
+	})
 	for range 20 {
 		m := s.scrape(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", "10")
 		assert.Equal(t, map[string]float64{"app=support-desk": 1, "app=sales-avatar": 1, "app=museum-guide": 1}, m["duix_up"])
@@ -532,6 +525,31 @@ func TestABadTelemetryPathIsAnError(t *testing.T) {
 	assert.NoError(t, err)
 }
 
+// A /probe is checked against the configuration its scrape reports: with
+// reloads removing and restoring its app all the while, every answer is
+// the app's series or 400, never an empty 200.
+func TestAProbeRacingAReloadIsNeverEmpty(t *testing.T) {
+	t.Parallel()
+	p := startPlatform(t)
+	s := serve(t, p.config, Options{})
+	full, err := config.Load(p.config)
+	require.NoError(t, err)
+	full.API.MinInterval = model.Duration(time.Hour) // the probes reuse one result: only the reloads race
+	without := *full
+	without.Apps = slices.DeleteFunc(slices.Clone(full.Apps), func(a config.App) bool { return a.Name == "museum-guide" })
+	require.NoError(t, s.exp.Apply(full))
+	inBackground(t, func() { _, _ = s.exp.Apply(&without), s.exp.Apply(full) })
+	codes := map[int]int{}
+	for range 300 {
+		code, body := s.get(t, "/probe?app=museum-guide")
+		codes[code]++
+		if code == http.StatusOK {
+			require.Contains(t, body, `duix_up{app="museum-guide"}`)
+		}
+	}
+	t.Logf("answers by status: %v", codes)
+}
+
 // A handler that fails leaves nothing in the registries it was given: the
 // retry that succeeds gathers without error.
 func TestAFailedHandlerLeavesTheRegistriesAsTheyWere(t *testing.T) {
@@ -549,6 +567,23 @@ func TestAFailedHandlerLeavesTheRegistriesAsTheyWere(t *testing.T) {
 		assert.Equal(t, 1.0, m["duix_up"]["app=support-desk"])
 		assert.Zero(t, m["promhttp_metric_handler_errors_total"]["cause=gathering"])
 	}
+}
+
+// inBackground calls do again and again, beside the test, until it ends.
+func inBackground(t *testing.T, do func()) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				do()
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
 }
 
 // scrapeUntilCancelled scrapes /metrics without a scrape timeout until

@@ -36,7 +36,6 @@ const (
 
 // Options configure the endpoints.
 type Options struct {
-	Name          string        // the exporter's name, the landing page's title
 	TelemetryPath string        // every app's metrics and the process-wide ones
 	MaxRequests   int           // scrapes in flight, /metrics and /probe together; more get 503 (0: unbounded)
 	TimeoutOffset time.Duration // subtracted from the scrape timeout Prometheus sends
@@ -122,6 +121,6 @@ var landingTemplate = template.Must(template.New("landing").Parse(landingHTML))
 func landingPage(w http.ResponseWriter, o Options, apps []collector.Status) {
 	w.Header().Set("Content-Type", "text/html; charset=UTF-8")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = landingTemplate.Execute(w, map[string]any{"Name": o.Name, "Version": version.Info(), "TelemetryPath": o.TelemetryPath,
+	_ = landingTemplate.Execute(w, map[string]any{"Version": version.Info(), "TelemetryPath": o.TelemetryPath,
 		"Now": time.Now(), "Apps": apps, "Janitor": o.Janitor}) // fails only when the client has left
 }
