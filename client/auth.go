@@ -88,13 +88,13 @@ type tokenSource struct {
 	file  *secretFile // app_key_file or token_file, else nil
 
 	mu      sync.Mutex
-	token   string  // auth and the last token minted
-	last    *minted // shared with the app's sources before and after a reload (and Retry-After)
+	token   string     // auth and the last token minted
+	last    *appRecord // shared with the app's sources before and after a reload
 	renewAt time.Time
 }
 
 func newTokenSource(app config.App, auth string, now func() time.Time, hook SecretFileHook) *tokenSource {
-	s := &tokenSource{appID: app.AppID, auth: auth, last: &minted{}, ttl: time.Duration(app.TokenTTL), now: now, mint: app.UsesKey(), fixed: strings.TrimSpace(string(app.AppKey + app.Token))}
+	s := &tokenSource{appID: app.AppID, auth: auth, last: &appRecord{}, ttl: time.Duration(app.TokenTTL), now: now, mint: app.UsesKey(), fixed: strings.TrimSpace(string(app.AppKey + app.Token))}
 	if s.ttl <= 0 {
 		s.ttl = time.Duration(config.DefaultTokenTTL)
 	}
@@ -121,9 +121,9 @@ func (s *tokenSource) follow(old *tokenSource) *tokenSource {
 	return s
 }
 
-// minted is an app's last token's iat and exp, Unix seconds, and until
-// when the platform's last 429 asks for no calls.
-type minted struct {
+// appRecord is what an app's token sources share across reloads: its last
+// token's iat and exp (Unix seconds) and the platform's last Retry-After.
+type appRecord struct {
 	mu         sync.Mutex
 	iat, exp   int64
 	retryAfter time.Time
