@@ -67,11 +67,14 @@ func (f *secretFile) read(now time.Time) (string, bool, error) {
 	return f.value, changed, nil
 }
 
-// start reads the file as it is now: the configuration was just validated.
+// start reads the file as it is now, as the pool is built: one that fails now fails the configuration (a TLS
+// file) or the app's calls, and is no refused change to report.
 func (f *secretFile) start(now time.Time) {
 	if f != nil {
-		f.reread = true
-		_, _, _ = f.read(now) // a refusal is reported and counted
+		hook := f.hook
+		f.hook, f.reread = func(string, string, error) {}, true
+		_, _, _ = f.read(now)
+		f.hook = hook
 	}
 }
 

@@ -260,13 +260,15 @@ func (c *Client) stop(ctx context.Context, endpoint, query string) (*StopResult,
 	if err != nil {
 		return nil, err
 	}
-	return &StopResult{Code: safeCode.FindString(env.code), Data: raw}, nil
+	return &StopResult{Code: env.code, Data: raw}, nil
 }
 
 // call makes one GET and decodes at most max_response_bytes of the answer,
 // handing its data member to data as it streams past.
 func (c *Client) call(ctx context.Context, endpoint, query string, data func(*json.Decoder) error) (env envelope, err error) {
+	var sent []string // the secrets of the request: its envelope's code is checked against them
 	defer func() {
+		env.code = codeOf(env.code, sent)
 		if e, ok := err.(*Error); ok {
 			e.Endpoint, e.App = endpoint, c.name
 		}
@@ -286,7 +288,7 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 	if err != nil {
 		return env, err
 	}
-	req.Header = http.Header{"Accept": {"application/json"}, "User-Agent": c.p.ua, c.p.auth: {tok}}
+	req.Header, sent = http.Header{"Accept": {"application/json"}, "User-Agent": c.p.ua, c.p.auth: {tok}}, []string{tok}
 	for _, h := range c.p.headers {
 		v := h.value
 		if h.ref != "" {
@@ -295,6 +297,7 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 			}
 		}
 		req.Header.Add(h.name, v)
+		sent = append(sent, v)
 	}
 	start := time.Now()
 	resp, err := c.p.http.Do(req)
@@ -303,8 +306,10 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 		return env, transportError(err)
 	}
 	defer func() { // up to 64 KiB of what is left is read, for the connection's reuse, but a late end is not waited for
-		t := time.AfterFunc(50*time.Millisecond, cancel) // then the connection is closed
-		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+		t := time.AfterFunc(50*time.Millisecond, cancel)      // then the connection is closed
+		if resp.StatusCode != http.StatusSwitchingProtocols { // its body is the connection, which cancel does not close
+			_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+		}
 		t.Stop()
 		resp.Body.Close()
 		c.p.metrics.observe(endpoint, resp.StatusCode, time.Since(start))
@@ -325,7 +330,7 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 		case err == nil && env.success:
 			return env, nil
 		case err == nil:
-			e = &Error{Reason: ReasonAPI, Code: safeCode.FindString(env.code), detail: "success is false"}
+			e = &Error{Reason: ReasonAPI, Code: codeOf(env.code, sent), detail: "success is false"}
 		case body.N <= 0:
 			return env, tooLarge()
 		case ctx.Err() != nil:
@@ -348,11 +353,14 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 }
 
 func isDecodeError(err error) bool {
-	var (
-		syntax *json.SyntaxError
-		typ    *json.UnmarshalTypeError
-	)
-	return errors.As(err, &syntax) || errors.As(err, &typ) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errShape)
+	var syntax *json.SyntaxError
+	return errors.As(err, &syntax) || readPast(err) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errDepth)
+}
+
+// readPast reports whether err is of a JSON value of another shape, read to its end: what follows can be read on.
+func readPast(err error) bool {
+	var typ *json.UnmarshalTypeError
+	return errors.As(err, &typ) || errors.Is(err, errShape)
 }
 
 // envelope is what an answer says around its data (docs/platform-api.md#envelope).
@@ -370,6 +378,7 @@ func decodeEnvelope(dec *json.Decoder, data func(*json.Decoder) error) (env enve
 		err = errShape
 	}
 	var hasSuccess, hasData bool
+	var dataErr error // data of another shape: an error, of the reason the rest says when success is false
 	for err == nil && dec.More() {
 		if tok, err = dec.Token(); err != nil {
 			break
@@ -379,7 +388,9 @@ func decodeEnvelope(dec *json.Decoder, data func(*json.Decoder) error) (env enve
 			if hasData {
 				return env, errShape
 			}
-			hasData, err = true, data(dec)
+			if hasData, err = true, data(dec); readPast(err) {
+				dataErr, err = err, nil
+			}
 			continue
 		}
 		if tok, err = dec.Token(); err != nil {
@@ -409,6 +420,9 @@ func decodeEnvelope(dec *json.Decoder, data func(*json.Decoder) error) (env enve
 	}
 	if err == nil && !hasSuccess {
 		err = errShape
+	}
+	if dataErr != nil && (err != nil || env.success) {
+		err = dataErr
 	}
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF

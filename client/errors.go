@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,7 +34,7 @@ type Error struct {
 	App        string        // the app's name in the configuration
 	Reason     string        // one of the Reason constants
 	Status     int           // the HTTP status when not 2xx, else 0
-	Code       string        // the envelope's code, when it matches ^[A-Za-z0-9_.-]{1,32}$
+	Code       string        // the envelope's code, when it matches ^[A-Za-z0-9_.-]{1,32}$ and is no secret's (codeOf)
 	RetryAfter time.Duration // how long the platform asked for no calls (429)
 
 	detail string
@@ -64,6 +65,18 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.err }
 
 var safeCode = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,32}$`)
+
+// codeOf returns an envelope's code when it looks like one and shares no run of 8 characters with a secret sent
+// with the call: a platform that echoes the request cannot put a token or a secret header into an error through it.
+func codeOf(code string, sent []string) string {
+	code = safeCode.FindString(code)
+	for i := 8; i <= len(code); i++ {
+		if slices.ContainsFunc(sent, func(s string) bool { return strings.Contains(s, code[i-8:i]) }) {
+			return ""
+		}
+	}
+	return code
+}
 
 // Reason classifies err into a Reason constant ("" for nil); an error of
 // another package is a timeout when a deadline ended it, else network.

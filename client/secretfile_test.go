@@ -373,9 +373,11 @@ func TestTLSFilesAreCheckedWhenThePoolIsBuilt(t *testing.T) {
 				bad, good := filepath.Join(t.TempDir(), "bad"), filepath.Join(t.TempDir(), "good")
 				require.NoError(t, mk(bad))
 				require.NoError(t, os.WriteFile(good, caPEM, 0o600))
-				_, _, _, err := poolWith(t, srv.URL, "{tls_config: {"+fmt.Sprintf(tls, bad, good)+"}}")
+				_, reg, _, err := poolWith(t, srv.URL, "{tls_config: {"+fmt.Sprintf(tls, bad, good)+"}}")
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), bad)
+				assert.Zero(t, counterValue(t, reg, "duix_exporter_secret_file_errors_total", map[string]string{"kind": "tls"}),
+					"the configuration failed: no changed file was refused, nothing last good is kept")
 			})
 		}
 	}

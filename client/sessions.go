@@ -32,8 +32,8 @@ func (c *Client) EachSession(ctx context.Context, opts SessionOptions, fn func(S
 	return err
 }
 
-// errShape is the cause of JSON of another shape than documented.
-var errShape = errors.New("unexpected shape")
+// errShape is the cause of JSON of another shape than documented; errDepth of JSON nested deeper than encoding/json reads.
+var errShape, errDepth = errors.New("unexpected shape"), errors.New("nested too deep")
 
 // DecodeSessionList decodes a session list from dec, calling fn for each
 // session as it is decoded: an array, an object whose first array member
@@ -56,7 +56,9 @@ func DecodeSessionList(dec *json.Decoder, opts SessionOptions, fn func(Session) 
 		switch tok, err = dec.Token(); {
 		case err != nil:
 		case tok == json.Delim('[') && !found:
-			found, err = true, decodeSessionArray(dec, opts, fn)
+			if found, err = true, decodeSessionArray(dec, opts, fn); readPast(err) {
+				return cmp.Or(skipRest(dec), err) // the rest of the object too: the envelope is read on
+			}
 		case tok == json.Delim('[') || tok == json.Delim('{'):
 			err = skipRest(dec)
 		}
@@ -77,7 +79,7 @@ func skipRest(dec *json.Decoder) error {
 		switch tok {
 		case json.Delim('{'), json.Delim('['):
 			if depth++; depth > 10000 {
-				return errShape
+				return errDepth
 			}
 		case json.Delim('}'), json.Delim(']'):
 			depth--
@@ -89,7 +91,9 @@ func skipRest(dec *json.Decoder) error {
 func decodeSessionArray(dec *json.Decoder, opts SessionOptions, fn func(Session) error) error {
 	for dec.More() {
 		rec := sessionRecord{keepRaw: opts.KeepRaw}
-		if err := dec.Decode(&rec); err != nil {
+		if err := dec.Decode(&rec); readPast(err) {
+			return cmp.Or(skipRest(dec), err) // the rest of the array: the envelope is read on
+		} else if err != nil {
 			return err
 		}
 		if err := fn(rec.s); err != nil {

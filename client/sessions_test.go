@@ -214,12 +214,13 @@ func endless(prefix, fill string) http.Handler {
 	})
 }
 
-// The memory a call holds is bounded by max_response_bytes: whatever the
-// platform sends, decoding allocates at most config.DecodeFactor times
-// max_response_bytes (the sizing rule of config.API.MemoryNeeded). The
-// worst case is one long value, which encoding/json buffers whole, endless
-// or decoded; every allocation is counted, garbage included, so the figure
-// bounds the peak from above.
+// The memory a call holds is bounded by max_response_bytes: for the answers
+// that make a call hold the most, one long value, which encoding/json
+// buffers whole, endless or decoded, decoding allocates at most
+// config.DecodeFactor times max_response_bytes (the sizing rule of
+// config.API.MemoryNeeded); every allocation is counted, garbage included,
+// so the figure bounds their peak from above. (Answers of many tiny values
+// allocate more in all, but hold little at once: docs/reliability.md.)
 func TestACallAllocatesAtMostDecodeFactorTimesMaxResponseBytes(t *testing.T) {
 	const limit = 2 << 20
 	for _, tc := range []struct{ name, prefix, suffix, fill string }{

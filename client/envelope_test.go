@@ -1,0 +1,163 @@
+package client_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duix-exporter/duix_exporter/client"
+	"github.com/duix-exporter/duix_exporter/config"
+)
+
+// answering is a platform that answers every call with the body answer
+// makes of the request, and keeps the token of every request.
+func answering(t *testing.T, f *fixture, answer func(r *http.Request, w http.ResponseWriter) string) func() []string {
+	var mu sync.Mutex
+	var tokens []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		tokens = append(tokens, r.Header.Get("Authorization")+r.Header.Get("Token"))
+		mu.Unlock()
+		_, _ = w.Write([]byte(answer(r, w)))
+	}))
+	t.Cleanup(srv.Close)
+	f.cfg.API.BaseURL = srv.URL
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), tokens...)
+	}
+}
+
+// A refusal (success false, code 401, 403 or 429) is one whatever its data
+// holds: the refused token is not sent again, and a 429 stops the calls.
+func TestARefusalIsOneWhateverItsData(t *testing.T) {
+	calls := map[string]func(*client.Client) error{
+		client.EndpointConcurrency: func(c *client.Client) error { _, err := c.Concurrency(context.Background()); return err },
+		client.EndpointSessions:    func(c *client.Client) error { _, err := allSessions(c); return err },
+	}
+	for _, data := range []string{`""`, `"token invalid"`, `false`, `0`, `[]`, `{}`, `[1,2]`, `{"list":[1]}`, `[{"uuid":{"a":[1]}},7]`} {
+		for endpoint, call := range calls {
+			t.Run(endpoint+" "+data, func(t *testing.T) {
+				f := newFixture(t, config.AuthHeaderAuthorization)
+				code := "401"
+				tokens := answering(t, f, func(_ *http.Request, w http.ResponseWriter) string {
+					w.Header().Set("Retry-After", "600")
+					return `{"code":"` + code + `","data":` + data + `,"message":"refused","success":false}`
+				})
+				c := f.client(t)
+				require.Equal(t, client.ReasonAuth, client.Reason(call(c)))
+				f.clock.Add(time.Second)
+				require.Equal(t, client.ReasonAuth, client.Reason(call(c)))
+				got := tokens()
+				require.Len(t, got, 2)
+				assert.NotEqual(t, got[0], got[1], "the refused token was sent again")
+
+				code = "429"
+				err := call(c)
+				require.Equal(t, client.ReasonRateLimited, client.Reason(err), "%v", err)
+				assert.Equal(t, f.clock.Now().Add(600*time.Second), c.RetryAfter())
+				require.Equal(t, client.ReasonRateLimited, client.Reason(call(c)))
+				assert.Len(t, tokens(), 3, "no call while Retry-After applies")
+			})
+		}
+	}
+	// Data of another shape in a success is a decode error, wherever success is.
+	for _, body := range []string{`{"code":"0","data":"","success":true}`, `{"success":true,"data":[1,"success",false]}`, `{"data":[1],"success":true}`} {
+		f := newFixture(t, config.AuthHeaderAuthorization)
+		answering(t, f, func(*http.Request, http.ResponseWriter) string { return body })
+		c := f.client(t)
+		for endpoint, call := range calls {
+			assert.Equal(t, client.ReasonDecode, client.Reason(call(c)), "%s %s", endpoint, body)
+		}
+	}
+}
+
+// An envelope code that shares 8 characters with a secret sent with the
+// call (the token, a secret header) is left out of the error and of a
+// stop's result, whatever the platform echoes; other codes are kept.
+func TestACodeThatEchoesASecretIsLeftOut(t *testing.T) {
+	const staticToken, headerSecret = "STATIC-token-5d1c3b", "hdr-SECRET-0123456789"
+	for name, echo := range map[string]func(r *http.Request) string{
+		"token":       func(r *http.Request) string { return r.Header.Get("Token") },
+		"token tail":  func(r *http.Request) string { return "x" + r.Header.Get("Token")[len(staticToken)-9:] },
+		"header":      func(r *http.Request) string { return r.Header.Get("X-Tenant") },
+		"header part": func(r *http.Request) string { return "E.1-" + r.Header.Get("X-Tenant")[4:12] + "-9" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				success := strings.Contains(r.URL.Path, client.EndpointStop)
+				_, _ = fmt.Fprintf(w, `{"code":%q,"success":%t,"data":null}`, echo(r), success)
+			}))
+			t.Cleanup(srv.Close)
+			c := poolFor(t, srv.URL, config.AuthHeaderToken, fmt.Sprintf("token: %q", staticToken),
+				fmt.Sprintf("    http_headers: {X-Tenant: {secrets: [%q]}}", headerSecret))
+			_, err := c.Concurrency(context.Background())
+			var e *client.Error
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, client.ReasonAPI, e.Reason)
+			assert.Empty(t, e.Code)
+			for _, secret := range []string{staticToken, headerSecret} {
+				assert.NotContains(t, err.Error(), secret[len(secret)-8:])
+				assert.NotContains(t, err.Error(), secret[4:12])
+			}
+			res, err := c.StopSession(context.Background(), "s-1")
+			require.NoError(t, err)
+			assert.Empty(t, res.Code)
+		})
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"code":"E_TOKEN_EXPIRED.1","success":false}`))
+	}))
+	t.Cleanup(srv.Close)
+	_, err := poolFor(t, srv.URL, config.AuthHeaderToken, fmt.Sprintf("token: %q", staticToken), "").Concurrency(context.Background())
+	var e *client.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "E_TOKEN_EXPIRED.1", e.Code, "a code that is no secret's is kept")
+}
+
+// A 101 Switching Protocols hands the connection over as the body, which
+// the call's deadline does not close: it is closed, not drained, and the
+// call ends however long the platform holds the connection.
+func TestA101AnswerEndsTheCall(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	held := make(chan struct{})
+	t.Cleanup(func() { close(held); ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				_, _ = http.ReadRequest(bufio.NewReader(conn))
+				_, _ = conn.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"))
+				<-held // until the test ends
+			}()
+		}
+	}()
+	f := newFixture(t, config.AuthHeaderAuthorization)
+	f.cfg.API.BaseURL = "http://" + ln.Addr().String()
+	f.cfg.API.Timeout = model.Duration(time.Second)
+	c, done := f.client(t), make(chan error, 1)
+	go func() { _, err := c.Concurrency(context.Background()); done <- err }()
+	select {
+	case err := <-done:
+		assert.Equal(t, client.ReasonHTTP, client.Reason(err), "%v", err)
+	case <-time.After(time.Minute): // a guard against a hang: the connection is held until the test ends
+		t.Fatal("a 101 answer held the call")
+	}
+}
