@@ -385,6 +385,18 @@ func TestRuntimeSettingsUnlessToldOtherwise(t *testing.T) {
 	require.ErrorAs(t, err, &ee, "a negative offset is refused: %s", out)
 	assert.Equal(t, 2, ee.ExitCode())
 	assert.Contains(t, string(out), "--scrape.timeout-offset must be 0 or more, got -1s")
+
+	for flag, want := range map[string]string{
+		"--web.max-requests=-1":             "--web.max-requests must be 0 or more, got -1",
+		"--web.telemetry-path=GET /metrics": `--web.telemetry-path must be a path such as /metrics, got "GET /metrics"`,
+		"--web.telemetry-path=/{x...}":      `--web.telemetry-path must be a path such as /metrics, got "/{x...}"`,
+		"--web.telemetry-path=metrics":      `--web.telemetry-path must be a path such as /metrics, got "metrics"`,
+	} {
+		out, err = exec.Command(binary, flag, "--demo").CombinedOutput()
+		require.ErrorAs(t, err, &ee, "%s is refused: %s", flag, out)
+		assert.Equal(t, 2, ee.ExitCode())
+		assert.Contains(t, string(out), want)
+	}
 }
 
 // logLine is one log line: its keys in the order of the text, and values.

@@ -20,6 +20,7 @@ import (
 	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v2"
+	"golang.org/x/net/http/httpguts"
 )
 
 // DefaultBaseURL is the production base address of the Duix OpenAPI v2,
@@ -160,8 +161,8 @@ func Load(path string) (*Config, error) {
 // alone when dir is empty). Key, token and header files are read, and must
 // pass ReadSecretFile (TLS files are read as the clients are built).
 func Parse(data []byte, dir string) (*Config, error) {
-	n := len(data) / 50 // what the YAML tree of the file costs, before it is built: its bytes, its line breaks (five kinds), its node indicators and aliases
-	for _, item := range []string{"\n", "\r", "\u0085", "\u2028", "\u2029", ",", "[", "{", "- ", "-\t", ": ", ":\t", "? ", "?\t", "&", "*"} {
+	n := len(data) / 50                                                                                                                            // what the YAML tree of the file costs, before it is built: its bytes, its line breaks (five kinds), its node indicators and aliases
+	for _, item := range []string{"\n", "\r", "\u0085", "\u2028", "\u2029", ",", ",", "[", "{", "- ", "-\t", ": ", ":\t", "? ", "?\t", "&", "*"} { // a comma twice: in a flow mapping it is a key and a value
 		n += bytes.Count(data, []byte(item))
 	}
 	n -= bytes.Count(data, []byte("\r\n")) // one line break
@@ -260,6 +261,12 @@ func (a *App) UnmarshalYAML(unmarshal func(any) error) error {
 	if a.TokenTTL == 0 && a.UsesKey() {
 		a.TokenTTL = DefaultTokenTTL
 	}
+	var raw map[string]*document // nil for a null value
+	if err := unmarshal(&raw); err == nil {
+		if v, in := raw["janitor"]; in && v == nil {
+			a.Janitor = &AppJanitor{} // a janitor section left empty opts the app in, and lacks max_session_age
+		}
+	}
 	return nil
 }
 
@@ -309,7 +316,7 @@ func (c *Config) validate() error {
 		if !appNameRE.MatchString(a.Name) {
 			return fmt.Errorf("apps[%d]: name %.64q is not valid: it must match %s", i, a.Name, appNameRE)
 		}
-		prefix := fmt.Sprintf("app %q (apps[%d])", a.Name, i)
+		prefix := fmt.Sprintf("app %.64q (apps[%d])", a.Name, i)
 		if j, ok := names[a.Name]; ok {
 			return fmt.Errorf("%s: duplicate name (also apps[%d])", prefix, j)
 		}
@@ -318,7 +325,7 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%s: %w", prefix, err)
 		}
 		if j, ok := appIDs[a.AppID]; ok {
-			return fmt.Errorf("%s: duplicate app_id (also used by app %q (apps[%d])); each application must be listed once", prefix, c.Apps[j].Name, j)
+			return fmt.Errorf("%s: duplicate app_id (also used by app %.64q (apps[%d])); each application must be listed once", prefix, c.Apps[j].Name, j)
 		}
 		appIDs[a.AppID] = i
 	}
@@ -372,6 +379,8 @@ func (a *API) validate() error {
 		for name, h := range hc.HTTPHeaders.Headers {
 			if strings.EqualFold(name, "Authorization") || strings.EqualFold(name, "Token") {
 				return fmt.Errorf("api.http_client.http_headers: header %.64q must not be set: %s", name, perApp)
+			} else if !httpguts.ValidHeaderFieldName(name) { // net/http would refuse to send it, as a bad value below
+				return fmt.Errorf("api.http_client.http_headers: %.64q is not a valid header name", name)
 			}
 			for _, path := range h.Files {
 				if _, err := ReadSecretFile(path, false); err != nil {
@@ -383,6 +392,11 @@ func (a *API) validate() error {
 			}
 		}
 	}
+	for name, vs := range hc.ProxyConnectHeader {
+		if !httpguts.ValidHeaderFieldName(name) || !oneLine(fmt.Sprint(vs)) {
+			return fmt.Errorf("api.http_client.proxy_connect_header: header %.64q: not a valid name, or a value holds a line break or a control character", name)
+		}
+	}
 	return nil
 }
 
@@ -392,6 +406,8 @@ func (a *App) validate() error {
 		return errors.New("app_id is required")
 	case !utf8.ValidString(a.AppID) || len(a.AppID) > 256: // it labels series
 		return errors.New("app_id is not valid UTF-8 of at most 256 bytes")
+	case !oneLine(a.AppID) || a.AppID != strings.TrimSpace(a.AppID): // nor two IDs that look alike
+		return errors.New("app_id holds a control character, or leading or trailing white space")
 	}
 	creds := setNames([]string{"app_key", "app_key_file", "token", "token_file"}, // a blank inline value is none, as a blank file
 		strings.TrimSpace(string(a.AppKey)) != "", a.AppKeyFile != "", strings.TrimSpace(string(a.Token)) != "", a.TokenFile != "")

@@ -46,6 +46,8 @@ func TestJanitorInvalid(t *testing.T) {
 		{"unknown top-level field", "{max_stops: 5}", "", "field max_stops not found"},
 		{"budget of the wrong type", "{max_stops_per_hour: SECRET-x}", "", "cannot unmarshal !!str into int"},
 		{"app section without an age", "", "{}", `app "a" (apps[0]): janitor.max_session_age: must be at least 1m, got 0s`},
+		{"app section left empty", "", "", `app "a" (apps[0]): janitor.max_session_age: must be at least 1m, got 0s`},
+		{"app section of null", "", "~", `app "a" (apps[0]): janitor.max_session_age: must be at least 1m, got 0s`},
 		{"negative age", "", "{max_session_age: -2h}", "janitor: not a valid duration string"},
 		{"age too short", "", "{max_session_age: 30s}", `app "a" (apps[0]): janitor.max_session_age: must be at least 1m, got 30s`},
 		{"age without a unit", "", "{max_session_age: 7200}", "janitor: not a valid duration string"},

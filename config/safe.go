@@ -60,6 +60,9 @@ func (sc *SafeConfig) ReloadConfig(path string, logger log.Logger) error {
 	if err != nil {
 		return fail("loading", err)
 	}
+	if limit, source := MemoryLimit(); cfg.CheckMemory(limit) != nil { // --config.check refuses it
+		level.Warn(logger).Log("msg", "The configuration may not fit in the memory limit", "limit_from", source, "err", cfg.CheckMemory(limit))
+	}
 	for _, fn := range sc.subscribers {
 		if err := fn(cfg); err != nil {
 			return fail("applying", err)

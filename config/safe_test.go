@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -252,4 +253,22 @@ func applied(sc *SafeConfig) func() *Config {
 		defer mu.Unlock()
 		return last
 	}
+}
+
+// A configuration that may not fit in the memory limit, which
+// --config.check refuses, is loaded all the same, with a warning.
+func TestAReloadOverTheMemoryLimitWarns(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(50 << 20))
+	path := filepath.Join(t.TempDir(), "duix.yml")
+	writeConfig(t, path, goodOne) // 24 MiB + 24 KiB + 16 × 512 KiB × 7: 80 MiB
+	var logs platformtest.Buffer
+	sc := NewSafeConfig(nil)
+	require.NoError(t, sc.ReloadConfig(path, log.NewLogfmtLogger(&logs)))
+	assert.Contains(t, logs.String(), `level=warn msg="The configuration may not fit in the memory limit" limit_from=GOMEMLIMIT err="api.max_concurrency (16)`)
+	assert.Contains(t, logs.String(), `over the memory limit of 50 MiB`)
+
+	debug.SetMemoryLimit(200 << 20)
+	var fits platformtest.Buffer
+	require.NoError(t, sc.ReloadConfig(path, log.NewLogfmtLogger(&fits)))
+	assert.NotContains(t, fits.String(), "level=warn")
 }
