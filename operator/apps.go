@@ -102,9 +102,11 @@ func runAppsCheck(ctx context.Context, env *cli, o appsCheckOptions) int {
 		}
 	}
 	if o.output == "json" {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(results); err != nil {
+		b, err := json.MarshalIndent(results, "", "  ") // no platform JSON in it: only its strings (see safeJSON)
+		if err == nil {
+			_, err = fmt.Fprintf(env.stdout, "%s\n", safeJSON(b))
+		}
+		if err != nil {
 			return env.failf(exitFailed, "writing the output: %v", err)
 		}
 	} else {

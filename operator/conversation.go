@@ -33,9 +33,11 @@ func runConversationShow(ctx context.Context, env *cli, o conversationShowOption
 		return env.failf(exitFailed, "fetching conversation %s of app %s: %s", o.id, o.app, describeError(err))
 	}
 	if o.output == "json" {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(conv); err != nil {
+		b, err := json.Marshal(conv) // one line, with the platform's JSON (see safeJSON)
+		if err == nil {
+			_, err = fmt.Fprintf(env.stdout, "%s\n", safeJSON(b))
+		}
+		if err != nil {
 			return env.failf(exitFailed, "writing the output: %v", err)
 		}
 		return exitOK

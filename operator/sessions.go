@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/term"
 
@@ -48,10 +49,11 @@ func runSessionsList(ctx context.Context, env *cli, o sessionsListOptions) int {
 	err := c.EachSession(ctx, client.SessionOptions{KeepRaw: true}, func(s client.Session) error {
 		n++
 		if o.output == "json" {
-			b, err := json.MarshalIndent(s, "    ", "  ")
+			b, err := json.Marshal(s) // one line: platform JSON is never indented (see safeJSON)
 			if err != nil {
 				return err
 			}
+			b = safeJSON(b)
 			if n == 1 {
 				appName, _ := json.Marshal(o.app)
 				fmt.Fprintf(w, "{\n  \"app\": %s,\n  \"sessions\": [\n    %s", appName, b)
@@ -280,6 +282,25 @@ func confirm(ctx context.Context, env *cli, question string) bool {
 		fmt.Fprintln(env.stderr)
 	}
 	return false
+}
+
+// safeJSON makes JSON safe to print: invalid UTF-8 becomes U+FFFD, and C1 controls (U+0080 to U+009F, such as
+// CSI) and DEL are escaped as encoding/json escapes the C0 ones, so that a platform's text cannot drive a
+// terminal. (Such bytes can only be in strings.) Platform JSON is printed as compact as it is: indenting it would
+// make its output grow with the square of its nesting.
+func safeJSON(b []byte) []byte {
+	b = bytes.ToValidUTF8(b, []byte("\uFFFD"))
+	out := make([]byte, 0, len(b))
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == 0x7f || r >= 0x80 && r <= 0x9f {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return out
 }
 
 func jsonCompact(v json.RawMessage) string {
