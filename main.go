@@ -1,6 +1,5 @@
-// Command duix_exporter exports the concurrency, sessions and conversation
-// limits of apps on the Duix digital-human platform (OpenAPI v2) as
-// Prometheus metrics.
+// Command duix_exporter exports the concurrency, sessions and conversation limits of apps on the Duix digital-human
+// platform (OpenAPI v2) as Prometheus metrics.
 package main
 
 import (
@@ -38,8 +37,7 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-// run parses the command line and runs the chosen command; it returns the
-// process exit code.
+// run parses the command line and runs the chosen command; it returns the process exit code.
 func run(args []string) int {
 	stdlog.SetOutput(io.Discard) // net/http logs there what an upstream sent unasked (its echo of our token): nothing of it is printed
 	if version.Version == "" {
@@ -115,11 +113,9 @@ func run(args []string) int {
 // userAgent is sent with every call to the platform.
 func userAgent() string { return exporterName + "/" + version.Version }
 
-// newLogger returns the go-kit logger of the exporter's own lines, at lvl
-// or above in format (logfmt or json), whose lines begin with ts, caller,
-// level and msg as promlog's did; and a *slog.Logger for exporter-toolkit
-// and net/http, whose records the slog-gokit bridge writes through the
-// same go-kit logger, with the same keys.
+// newLogger returns the go-kit logger of the exporter's own lines, at lvl or above in format (logfmt or json), whose
+// lines begin with ts, caller, level and msg as promlog's did; and a *slog.Logger for exporter-toolkit and net/http,
+// whose records the slog-gokit bridge writes through the same go-kit logger, with the same keys.
 func newLogger(w io.Writer, lvl, format string) (log.Logger, *slog.Logger) {
 	out := log.NewLogfmtLogger(log.NewSyncWriter(w))
 	if format == "json" {

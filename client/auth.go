@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/url"
@@ -26,9 +27,8 @@ const (
 // regular file, too large, empty, more than one line, unreadable, gone); err never holds its content.
 type SecretFileHook func(kind, path string, err error)
 
-// secretFile is a key, token, header or TLS file, looked at once a minute and read
-// again when it changed, or at once after the platform refused it; a bad
-// one is reported once, the last good kept.
+// secretFile is a key, token, header or TLS file, looked at once a minute and read again when it changed, or at once
+// after the platform refused it; a bad one is reported once, the last good kept.
 type secretFile struct {
 	path, kind   string
 	hook         SecretFileHook
@@ -78,9 +78,8 @@ func (f *secretFile) start(now time.Time) {
 	}
 }
 
-// tokenSource gives an app's token: a JWT (HS256; appId, iat, exp) minted
-// from its key, renewed a fifth of its lifetime (at most 5m) before expiry
-// and after the platform refused it; or a ready-made token.
+// tokenSource gives an app's token: a JWT (HS256; appId, iat, exp) minted from its key, renewed a fifth of its lifetime
+// (at most 5m) before expiry and after the platform refused it; or a ready-made token.
 type tokenSource struct {
 	appID string
 	auth  string // what goes before the token in its header: "Bearer " or nothing
@@ -109,10 +108,9 @@ func newTokenSource(app config.App, auth string, now func() time.Time, hook Secr
 	return s
 }
 
-// follow makes s the successor of old, the app's source in the pool s's
-// replaces (nil: none): one record of the app's last token for both, so
-// that neither mints a refused token again, and old's last good value of
-// the same file, kept should the file no longer be good.
+// follow makes s the successor of old, the app's source in the pool s's replaces (nil: none): one record of the app's
+// last token for both, so that neither mints a refused token again, and old's last good value of the same file, kept
+// should the file no longer be good.
 func (s *tokenSource) follow(old *tokenSource) *tokenSource {
 	if old != nil {
 		old.mu.Lock()
@@ -178,10 +176,7 @@ func (s *tokenSource) refused() {
 // sameOrigin reports whether a and b have the same scheme, host and port.
 func sameOrigin(a, b *url.URL) bool {
 	port := func(u *url.URL) string {
-		if p := u.Port(); p != "" {
-			return p
-		}
-		return map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+		return cmp.Or(u.Port(), map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)])
 	}
 	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }
@@ -189,10 +184,9 @@ func sameOrigin(a, b *url.URL) bool {
 // header is a secret value of http_headers, or its file's reference in files.
 type header struct{ name, value, ref string }
 
-// files are the pool's files of http_headers and tls_config, by kind:path, read
-// as key files are. prometheus/common fetches tls_config's on every request
-// (as secret references: it would read them with os.ReadFile, which blocks
-// on a FIFO and reads /dev/zero on); the client sets http_headers' itself.
+// files are the pool's files of http_headers and tls_config, by kind:path, read as key files are. prometheus/common
+// fetches tls_config's on every request (as secret references: it would read them with os.ReadFile, which blocks on a
+// FIFO and reads /dev/zero on); the client sets http_headers' itself.
 type files struct {
 	mu  sync.Mutex
 	now func() time.Time

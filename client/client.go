@@ -77,9 +77,8 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 			opts.OnSecretFileError(kind, path, err)
 		}
 	}
-	// Secret http_headers are the client's, so that they stay on base_url's
-	// origin and a file is read as a key file is: prometheus/common would
-	// send them on every hop and block on a FIFO. Plain values are common's.
+	// Secret http_headers are the client's, so that they stay on base_url's origin and a file is read as a key file is:
+	// prometheus/common would send them on every hop and block on a FIFO. Plain values are common's.
 	p.files = &files{now: p.now, m: map[string]*secretFile{}}
 	file := func(path, kind string) string { // one file under several names: read and counted once
 		ref := kind + ":" + path // by kind: header and TLS files are read under different rules
@@ -192,18 +191,14 @@ func (c *Client) backOff(d time.Duration, said bool) time.Duration {
 	return d
 }
 
-// parseRetryAfter reads seconds or an HTTP date, clamped to [0, 1h] first,
-// and whether it could.
+// parseRetryAfter reads seconds or an HTTP date, clamped to [0, 1h] first, and whether it could.
 func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if n, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
 		return time.Duration(min(n, 3600)) * time.Second, true // ParseUint gives its maximum when out of range
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		if limit := now.Add(time.Hour); t.After(limit) {
-			t = limit
-		}
-		return max(t.Sub(now), 0), true
+		return min(max(t.Sub(now), 0), time.Hour), true
 	}
 	return 0, false
 }
@@ -224,9 +219,8 @@ func (c *Client) Concurrency(ctx context.Context) (*Concurrency, error) {
 	return &Concurrency{CropID: v.CropID, TotalConcurrentNumber: *v.T, UserConcurrentNumber: *v.U}, nil
 }
 
-// GetConversation decodes a conversation's details (GET
-// /getConversationById?conversationId=) into T, which holds the fields its
-// caller uses (docs/platform-api.md#conversation).
+// GetConversation decodes a conversation's details (GET /getConversationById?conversationId=) into T, which holds the
+// fields its caller uses (docs/platform-api.md#conversation).
 func GetConversation[T any](ctx context.Context, c *Client, id string) (*T, error) {
 	return getObject[T](ctx, c, EndpointConversation, url.Values{"conversationId": {id}}.Encode())
 }
@@ -266,9 +260,7 @@ func (c *Client) stop(ctx context.Context, endpoint, query string) (*StopResult,
 // call makes one GET and decodes at most max_response_bytes of the answer,
 // handing its data member to data as it streams past.
 func (c *Client) call(ctx context.Context, endpoint, query string, data func(*json.Decoder) error) (env envelope, err error) {
-	var sent []string // the secrets of the request: its envelope's code is checked against them
 	defer func() {
-		env.code = codeOf(env.code, sent)
 		if e, ok := err.(*Error); ok {
 			e.Endpoint, e.App = endpoint, c.name
 		}
@@ -288,7 +280,7 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 	if err != nil {
 		return env, err
 	}
-	req.Header, sent = http.Header{"Accept": {"application/json"}, "User-Agent": c.p.ua, c.p.auth: {tok}}, []string{tok}
+	req.Header = http.Header{"Accept": {"application/json"}, "User-Agent": c.p.ua, c.p.auth: {tok}}
 	for _, h := range c.p.headers {
 		v := h.value
 		if h.ref != "" {
@@ -297,7 +289,6 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 			}
 		}
 		req.Header.Add(h.name, v)
-		sent = append(sent, v)
 	}
 	start := time.Now()
 	resp, err := c.p.http.Do(req)
@@ -319,20 +310,17 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 		e = &Error{Reason: ReasonHTTP, Status: resp.StatusCode}
 		env.code = strconv.Itoa(resp.StatusCode) // what the status says, as a code
 	} else {
-		tooLarge := func() *Error {
-			return &Error{Reason: ReasonDecode, detail: ErrBodyTooLarge.Error(), err: ErrBodyTooLarge}
-		}
-		if resp.ContentLength > c.p.maxBytes {
-			return env, tooLarge()
-		}
 		body := &io.LimitedReader{R: resp.Body, N: c.p.maxBytes + 1}
+		if resp.ContentLength > c.p.maxBytes {
+			body.N = 0 // refused unread
+		}
 		switch env, err = decodeEnvelope(json.NewDecoder(body), data); {
 		case err == nil && env.success:
-			return env, nil
+			return envelope{code: codeOf(env.code, req.Header), success: true}, nil
 		case err == nil:
-			e = &Error{Reason: ReasonAPI, Code: codeOf(env.code, sent), detail: "success is false"}
+			e = &Error{Reason: ReasonAPI, Code: codeOf(env.code, req.Header), detail: "success is false"}
 		case body.N <= 0:
-			return env, tooLarge()
+			return env, &Error{Reason: ReasonDecode, detail: ErrBodyTooLarge.Error(), err: ErrBodyTooLarge}
 		case ctx.Err() != nil:
 			return env, transportError(ctx.Err())
 		case isDecodeError(err):

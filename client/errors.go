@@ -3,10 +3,11 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -66,12 +67,12 @@ func (e *Error) Unwrap() error { return e.err }
 
 var safeCode = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,32}$`)
 
-// codeOf returns an envelope's code when it looks like one and shares no run of 8 characters with a secret sent
-// with the call: a platform that echoes the request cannot put a token or a secret header into an error through it.
-func codeOf(code string, sent []string) string {
-	code = safeCode.FindString(code)
+// codeOf returns an envelope's code when it looks like one and shares no 8 characters in a row with a header sent:
+// a platform that echoes the request cannot put a token or a secret header into an error through it.
+func codeOf(code string, sent http.Header) string {
+	code, all := safeCode.FindString(code), fmt.Sprint(sent)
 	for i := 8; i <= len(code); i++ {
-		if slices.ContainsFunc(sent, func(s string) bool { return strings.Contains(s, code[i-8:i]) }) {
+		if strings.Contains(all, code[i-8:i]) {
 			return ""
 		}
 	}

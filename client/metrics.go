@@ -46,8 +46,7 @@ func (m *Metrics) observe(endpoint string, status int, d time.Duration) {
 	m.duration.WithLabelValues(endpoint).Observe(d.Seconds())
 }
 
-// commonStatuses are counted as they are, any other by its class: odd
-// statuses cannot create series without bound.
+// commonStatuses are counted as they are, any other by its class: odd statuses cannot create series without bound.
 const commonStatuses = " 200 204 301 302 304 307 308 400 401 403 404 405 408 413 429 500 501 502 503 504 "
 
 func statusLabel(status int) string {

@@ -7,12 +7,9 @@ import (
 
 // Concurrency is an app's concurrency status (docs/platform-api.md#concurrency).
 type Concurrency struct {
-	// CropID identifies the owning organization; the platform spells it cropId.
-	CropID string `json:"cropId"`
-	// TotalConcurrentNumber is the app's concurrency allowance.
-	TotalConcurrentNumber int64 `json:"totalConcurrentNumber"`
-	// UserConcurrentNumber is the number of the allowance in use.
-	UserConcurrentNumber int64 `json:"userConcurrentNumber"`
+	CropID                string `json:"cropId"`                // the owning organization (the platform's spelling)
+	TotalConcurrentNumber int64  `json:"totalConcurrentNumber"` // the app's concurrency allowance
+	UserConcurrentNumber  int64  `json:"userConcurrentNumber"`  // how much of it is in use
 }
 
 // Session is an active session of an app (docs/platform-api.md#session-list):

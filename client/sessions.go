@@ -35,9 +35,8 @@ func (c *Client) EachSession(ctx context.Context, opts SessionOptions, fn func(S
 // errShape is the cause of JSON of another shape than documented; errDepth of JSON nested deeper than encoding/json reads.
 var errShape, errDepth = errors.New("unexpected shape"), errors.New("nested too deep")
 
-// DecodeSessionList decodes a session list from dec, calling fn for each
-// session as it is decoded: an array, an object whose first array member
-// holds it (list, records, rows), or null (docs/platform-api.md#session-list).
+// DecodeSessionList decodes a session list from dec, calling fn for each session as it is decoded: an array, an object
+// whose first array member holds it (list, records, rows), or null (docs/platform-api.md#session-list).
 func DecodeSessionList(dec *json.Decoder, opts SessionOptions, fn func(Session) error) error {
 	tok, err := dec.Token()
 	switch {

@@ -70,9 +70,8 @@ func (s *Scrape) Fetch() {
 	s.fetched = true
 }
 
-// metrics returns the series of the app for the result r of a scrape.
-// Values the platform did not give in this fetch are left out rather than
-// reported as 0.
+// metrics returns the series of the app for the result r of a scrape. Values the platform did not give in this fetch
+// are left out rather than reported as 0.
 func (st *appState) metrics(r *result, now time.Time) []prometheus.Metric {
 	var out []prometheus.Metric
 	add := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
@@ -115,8 +114,7 @@ func (st *appState) metrics(r *result, now time.Time) []prometheus.Metric {
 			gauge(conversationInfoDesc, 1, cv.id, cv.info[0], cv.info[1], cv.info[2], cv.info[3])
 			gauge(conversationRefreshDesc, float64(cv.refreshed.UnixMilli())/1e3, cv.id)
 		}
-		// A count is only known when every entry names its conversation:
-		// an entry without one may belong to any.
+		// A count is only known when every entry names its conversation: an entry without one may belong to any.
 		if n, ok := r.perConv[cv.id]; ok && r.noConv == 0 {
 			gauge(conversationSessionsDesc, float64(n), cv.id)
 		}
@@ -138,9 +136,8 @@ func (st *appState) metrics(r *result, now time.Time) []prometheus.Metric {
 	return out
 }
 
-// The metrics of a scrape, one descriptor each; each HELP text names the
-// platform field the value comes from (docs/platform-api.md). A healthy app
-// has 8 series; a configured conversation adds at most 4, the lifecycle 16.
+// The metrics of a scrape, one descriptor each; each HELP text names the platform field the value comes from
+// (docs/platform-api.md). A healthy app has 8 series; a configured conversation adds at most 4, the lifecycle 16.
 var (
 	upDesc                          = appDesc("duix_up", "1 when both getconcurrentNumber and getconcurrentList answered successfully for the app in this scrape, else 0.")
 	limitDesc                       = appDesc("duix_app_concurrency_limit", "Concurrency allowance of the app: totalConcurrentNumber of getconcurrentNumber.")

@@ -1,6 +1,5 @@
-// Package collector turns the platform's answers into Prometheus metrics.
-// An Exporter holds the per-app state that outlives a scrape; Collector
-// returns the prometheus.Collector of one scrape, bounded by its deadline.
+// Package collector turns the platform's answers into Prometheus metrics. An Exporter holds the per-app state that
+// outlives a scrape; Collector returns the prometheus.Collector of one scrape, bounded by its deadline.
 package collector
 
 import (
@@ -63,9 +62,8 @@ func New(opts Options) *Exporter {
 // Register registers the exporter's own process-wide metrics.
 func (e *Exporter) Register(reg prometheus.Registerer) error { return reg.Register(e.shared) }
 
-// Apply switches to cfg, keeping the state of the apps whose name and app_id
-// are unchanged and the last good secret files; other apps start afresh. The
-// old clients' idle connections are closed once their last call has ended.
+// Apply switches to cfg, keeping the state of the apps whose name and app_id are unchanged and the last good secret
+// files; other apps start afresh. The old clients' idle connections are closed once their last call has ended.
 func (e *Exporter) Apply(cfg *config.Config) error {
 	_, prev := e.snapshot(nil) // reloads come one at a time (config.SafeConfig); scrapes go on while a pool is built
 	pool, err := client.NewPool(cfg, client.PoolOptions{Metrics: e.opts.Metrics, UserAgent: e.opts.UserAgent, Now: e.opts.Now, Previous: prev.pool,
@@ -131,8 +129,7 @@ func (e *Exporter) Statuses() []Status {
 	return out
 }
 
-// snapshot returns the named apps (all when none), each once, and the
-// settings in force.
+// snapshot returns the named apps (all when none), each once, and the settings in force.
 func (e *Exporter) snapshot(names []string) ([]*appState, settings) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()

@@ -10,13 +10,12 @@ import (
 	"github.com/duix-exporter/duix_exporter/client"
 )
 
-// Requests (/metrics, /probe) that want an app at the same time share its fetch: a request
-// reuses the app's last result when it is younger than api.min_interval (how="cached") or landed
-// after the request arrived (how="in_flight"), else joins the fetch under way, or starts one,
-// through the app's singleflight.Group (how="in_flight" when it joined). A fetch runs to its end,
-// each call bounded by api.timeout and holding a slot of api.max_concurrency; a request leaves at
-// its own deadline and reports the app down for itself alone, while the fetch goes on for the
-// others and records the platform's own outcome: no client can make the exporter count an error.
+// Requests (/metrics, /probe) that want an app at the same time share its fetch: a request reuses the app's last result
+// when it is younger than api.min_interval (how="cached") or landed after the request arrived (how="in_flight"), else
+// joins the fetch under way, or starts one, through the app's singleflight.Group (how="in_flight" when it joined). A
+// fetch runs to its end, each call bounded by api.timeout and holding a slot of api.max_concurrency; a request leaves
+// at its own deadline and reports the app down for itself alone, while the fetch goes on for the others and records the
+// platform's own outcome: no client can make the exporter count an error.
 
 // fetch returns the result of st for s, nil when s.ctx ended first.
 func (s *Scrape) fetch(st *appState, set settings) *result {

@@ -5,19 +5,16 @@ import (
 	"time"
 )
 
-// Session lifecycle, as observed at fetch time: consecutive successful
-// lists of an app are compared. A session listed for the first time has
-// started; one listed before and not now has ended.
+// Session lifecycle, as observed at fetch time: consecutive successful lists of an app are compared. A session listed
+// for the first time has started; one listed before and not now has ended.
 
-// seenSession is one entry of a list: its ID and the record's own start
-// time (zero when it has none).
+// seenSession is one entry of a list: its ID and the record's own start time (zero when it has none).
 type seenSession struct {
 	id    string
 	start time.Time
 }
 
-// tracked is a session followed across fetches; start is the record's
-// start time, else when first listed.
+// tracked is a session followed across fetches; start is the record's start time, else when first listed.
 type tracked struct{ start, firstSeen, lastSeen time.Time }
 
 // lifecycle is an app's sessions as last listed, and what was observed.
@@ -34,10 +31,9 @@ type lifecycle struct {
 	sum                       float64   // and their sum (their count is ended)
 }
 
-// observe compares a successful list of total entries, fetched at now and
-// starting with list, with the one before (the first is the baseline). At
-// most limit sessions with an ID are followed: a list cut there (or by the
-// fetch: cut) ends none.
+// observe compares a successful list of total entries, fetched at now and starting with list, with the one before (the
+// first is the baseline). At most limit sessions with an ID are followed: a list cut there (or by the fetch: cut) ends
+// none.
 func (l *lifecycle) observe(list []seenSession, total int, cut bool, now time.Time, limit int) {
 	l.untracked += uint64(max(total-len(list), 0))
 	if dt := now.Sub(l.lastAt).Seconds(); l.baseline && dt > 0 {

@@ -31,8 +31,7 @@ type conversation struct {
 	lastErr                error
 }
 
-// appState is what outlives a scrape for one app, kept across reloads
-// while its name and app_id stay the same.
+// appState is what outlives a scrape for one app, kept across reloads while its name and app_id stay the same.
 type appState struct {
 	name, appID string
 	flights     singleflight.Group // the app's fetch under way
@@ -49,8 +48,7 @@ type appState struct {
 	maxTracked    int
 }
 
-// configure sets the client, the conversations and the lifecycle, keeping
-// what is known of those that stay.
+// configure sets the client, the conversations and the lifecycle, keeping what is known of those that stay.
 func (st *appState) configure(c *client.Client, ids []string, life bool, maxTracked int) {
 	st.mu.Lock()
 	defer st.mu.Unlock()

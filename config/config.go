@@ -23,8 +23,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 )
 
-// DefaultBaseURL is the production base address of the Duix OpenAPI v2,
-// sdk area and version segment included.
+// DefaultBaseURL is the production base address of the Duix OpenAPI v2, sdk area and version segment included.
 const DefaultBaseURL = "https://app.duix.ai/duix-openapi-v2/sdk/v2"
 
 // Values of API.AuthHeader: "Authorization: Bearer <token>" or "token: <token>".
@@ -48,8 +47,7 @@ const (
 )
 
 var (
-	// DefaultAPI is the api section, and the value of each of its fields,
-	// when absent.
+	// DefaultAPI is the api section, and the value of each of its fields, when absent.
 	DefaultAPI = API{
 		BaseURL:             DefaultBaseURL,
 		AuthHeader:          AuthHeaderAuthorization,
@@ -60,8 +58,7 @@ var (
 		HTTPClientConfig:    promconfig.DefaultHTTPClientConfig,
 	}
 
-	// DefaultSessions and DefaultJanitor are those sections, and the value
-	// of each of their fields, when absent.
+	// DefaultSessions and DefaultJanitor are those sections, and the value of each of their fields, when absent.
 	DefaultSessions = Sessions{Lifecycle: true, MaxTracked: 10000}
 	DefaultJanitor  = Janitor{MaxStopsPerHour: 10, AlertName: "DuixSessionStuck"}
 
@@ -93,14 +90,12 @@ type API struct {
 	MaxResponseBytes    int64          `yaml:"max_response_bytes"`   // per response body, 1024..1 GiB
 	MinInterval         model.Duration `yaml:"min_interval"`         // results younger than this are reused; 0: off
 	ConversationRefresh model.Duration `yaml:"conversation_refresh"` // how often conversation details are fetched, > 0
-	// HTTPClientConfig configures TLS, proxy, redirects and HTTP/2; no
-	// credentials, which are per app.
+	// HTTPClientConfig configures TLS, proxy, redirects and HTTP/2; no credentials, which are per app.
 	HTTPClientConfig promconfig.HTTPClientConfig `yaml:"http_client,omitempty"`
 }
 
-// App is one application of the platform, scraped with its own credential:
-// exactly one of AppKey, AppKeyFile, Token and TokenFile. After Parse with a
-// directory, the file paths are absolute.
+// App is one application of the platform, scraped with its own credential: exactly one of AppKey, AppKeyFile, Token and
+// TokenFile. After Parse with a directory, the file paths are absolute.
 type App struct {
 	Name          string            `yaml:"name"`                    // the app label: unique, [a-zA-Z0-9_.:-]{1,128}
 	AppID         string            `yaml:"app_id"`                  // the platform's application ID; unique
@@ -113,9 +108,8 @@ type App struct {
 	Janitor       *AppJanitor       `yaml:"janitor,omitempty"`       // when set, opts the app in to the janitor
 }
 
-// Janitor is the top-level janitor section (docs/janitor.md): what the
-// janitor acts on and how much, for the apps that opt in with an
-// AppJanitor. It does nothing unless --janitor.listen-address is set.
+// Janitor is the top-level janitor section (docs/janitor.md): what the janitor acts on and how much, for the apps that
+// opt in with an AppJanitor. It does nothing unless --janitor.listen-address is set.
 type Janitor struct {
 	MaxStopsPerHour int    `yaml:"max_stops_per_hour"` // sessions stopped in any hour, all apps together, 1..10000
 	DryRun          bool   `yaml:"dry_run"`            // decide and count as usual, stop nothing
@@ -156,10 +150,9 @@ func Load(path string) (*Config, error) {
 	return cfg, nil
 }
 
-// Parse parses and validates a configuration. Unknown fields are errors,
-// defaults are applied and relative file paths are joined with dir (left
-// alone when dir is empty). Key, token and header files are read, and must
-// pass ReadSecretFile (TLS files are read as the clients are built).
+// Parse parses and validates a configuration. Unknown fields are errors, defaults are applied and relative file paths
+// are joined with dir (left alone when dir is empty). Key, token and header files are read, and must pass
+// ReadSecretFile (TLS files are read as the clients are built).
 func Parse(data []byte, dir string) (*Config, error) {
 	n := len(data) / 50                                                                                                                            // what the YAML tree of the file costs, before it is built: its bytes, its line breaks (five kinds), its node indicators and aliases
 	for _, item := range []string{"\n", "\r", "\u0085", "\u2028", "\u2029", ",", ",", "[", "{", "- ", "-\t", ": ", ":\t", "? ", "?\t", "&", "*"} { // a comma twice: in a flow mapping it is a key and a value
@@ -197,9 +190,8 @@ func Parse(data []byte, dir string) (*Config, error) {
 	return cfg, nil
 }
 
-// UnmarshalYAML implements yaml.Unmarshaler. The YAML decoder decodes a
-// section onto the defaults the pointers below point to, and sets a
-// section left empty to nil instead: such a section gets its defaults too.
+// UnmarshalYAML implements yaml.Unmarshaler. The YAML decoder decodes a section onto the defaults the pointers below
+// point to, and sets a section left empty to nil instead: such a section gets its defaults too.
 func (c *Config) UnmarshalYAML(unmarshal func(any) error) error {
 	type plainConfig struct {
 		API      *API      `yaml:"api"`
@@ -236,8 +228,7 @@ func (a *API) UnmarshalYAML(unmarshal func(any) error) error {
 		}
 		return locateError("api", err)
 	}
-	// An empty http_client section is zeroed (see Config.UnmarshalYAML),
-	// which would turn off redirects and HTTP/2.
+	// An empty http_client section is zeroed (see Config.UnmarshalYAML), which would turn off redirects and HTTP/2.
 	var raw map[string]*document // nil for a null value; the others not decoded
 	if err := unmarshal(&raw); err == nil {
 		if v, ok := raw["http_client"]; ok && v == nil {
@@ -333,8 +324,7 @@ func (c *Config) validate() error {
 }
 
 func (a *API) validate() error {
-	// Neither the URL nor its parse error (which quotes it) is echoed: it
-	// may hold a password or a token.
+	// Neither the URL nor its parse error (which quotes it) is echoed: it may hold a password or a token.
 	u, err := url.Parse(a.BaseURL)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
@@ -361,8 +351,7 @@ func (a *API) validate() error {
 
 	hc := a.HTTPClientConfig
 	const perApp = "credentials are per app (app_key, app_key_file, token or token_file under apps)"
-	// Decoding the HTTP client configuration moved bearer_token and
-	// bearer_token_file to authorization.
+	// Decoding the HTTP client configuration moved bearer_token and bearer_token_file to authorization.
 	if found := setNames([]string{"basic_auth", "authorization (or bearer_token, bearer_token_file)", "oauth2"},
 		hc.BasicAuth != nil, hc.Authorization != nil, hc.OAuth2 != nil); len(found) > 0 {
 		return fmt.Errorf("api.http_client: %s must not be set: %s", strings.Join(found, ", "), perApp)
@@ -459,10 +448,9 @@ const (
 	MaxTLSFileBytes    = 4 << 20
 )
 
-// ReadSecretFile reads a key, token, header or TLS file: a regular file
-// (opened without blocking, so that a FIFO cannot hang the caller) of at
-// most MaxSecretFileBytes (a TLS file: MaxTLSFileBytes), not empty once
-// trimmed, one line unless a TLS file; the error names the file, never its content.
+// ReadSecretFile reads a key, token, header or TLS file: a regular file (opened without blocking, so that a FIFO cannot
+// hang the caller) of at most MaxSecretFileBytes (a TLS file: MaxTLSFileBytes), not empty once trimmed, one line unless
+// a TLS file; the error names the file, never its content.
 func ReadSecretFile(path string, tls bool) ([]byte, error) {
 	maxBytes := MaxSecretFileBytes
 	if tls {
@@ -486,9 +474,8 @@ func oneLine(s string) bool {
 	return !strings.ContainsFunc(s, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f })
 }
 
-// readRegular reads a key, token, header, TLS or configuration file of at
-// most maxBytes. It refuses what is not a regular file once symbolic links are
-// followed (a directory, a FIFO, /dev/zero), and opens without blocking (a FIFO
+// readRegular reads a key, token, header, TLS or configuration file of at most maxBytes. It refuses what is not a
+// regular file once symbolic links are followed (a directory, a FIFO, /dev/zero), and opens without blocking (a FIFO
 // swapped in after the check cannot hang the caller) to check it again.
 func readRegular(path string, maxBytes int) ([]byte, error) {
 	notRegular := fmt.Errorf("%q is not a regular file", path)
@@ -511,8 +498,7 @@ func readRegular(path string, maxBytes int) ([]byte, error) {
 	return b, err
 }
 
-// yamlTypeNames turns the names of the decoding types in YAML errors into
-// the names of the configuration sections.
+// yamlTypeNames turns the names of the decoding types in YAML errors into the names of the configuration sections.
 var yamlTypeNames = strings.NewReplacer(
 	"in type ", "in ", // field x not found in type T
 	"config.plainConfig", "the top level",
@@ -524,10 +510,9 @@ var yamlTypeNames = strings.NewReplacer(
 	"config.plain", "a string", // a secret
 )
 
-// Values quoted in decoding errors are removed: a secret pasted in the wrong
-// place would be printed. The line number of a YAML error locates it.
-// So are unknown field names beyond a name (`app_key:KEY` with no space is
-// one key) and the quoted parts of YAML syntax errors (an alias `*KEY`).
+// Values quoted in decoding errors are removed: a secret pasted in the wrong place would be printed. The line number of
+// a YAML error locates it. So are unknown field names beyond a name (`app_key:KEY` with no space is one key) and the
+// quoted parts of YAML syntax errors (an alias `*KEY`).
 var (
 	quotedValue  = regexp.MustCompile(`:? ?"(?:[^"\\]|\\.)*"`)
 	yamlValue    = regexp.MustCompile(`(cannot unmarshal \S+) .* (into )`)
@@ -538,9 +523,8 @@ var (
 	commonPlain  = regexp.MustCompile(`in type config\.plain\b`)      // prometheus/common's HTTP client settings
 )
 
-// locateError prefixes an error of a field's decoder (a duration, the HTTP
-// client configuration...) with where it happened. YAML type errors already
-// carry a line number and are passed on for the decoder to gather.
+// locateError prefixes an error of a field's decoder (a duration, the HTTP client configuration...) with where it
+// happened. YAML type errors already carry a line number and are passed on for the decoder to gather.
 func locateError(where string, err error) error {
 	if _, ok := err.(*yaml.TypeError); ok || err == nil {
 		return err

@@ -9,11 +9,9 @@ import (
 	"strings"
 )
 
-// Memory sizing (docs/reliability.md#memory): a call holds at most
-// max_response_bytes of answer and decoding it holds at most
-// DecodeFactor times that (measured by package client's tests); the
-// exporter's own state is BaselineMemory plus PerAppMemory per app (from
-// `make load`: about 39 MiB peak RSS at 1000 apps, 125 MiB at 5000).
+// Memory sizing (docs/reliability.md#memory): a call holds at most max_response_bytes of answer and decoding it holds
+// at most DecodeFactor times that (measured by package client's tests); the exporter's own state is BaselineMemory plus
+// PerAppMemory per app (from `make load`: about 39 MiB peak RSS at 1000 apps, 125 MiB at 5000).
 const (
 	DecodeFactor   = 7
 	BaselineMemory = int64(24 << 20)
@@ -25,8 +23,7 @@ func (c *Config) MemoryNeeded() int64 {
 	return BaselineMemory + int64(len(c.Apps))*PerAppMemory + int64(c.API.MaxConcurrency)*c.API.MaxResponseBytes*DecodeFactor
 }
 
-// CheckMemory returns an error when c may need more than limit bytes
-// (limit <= 0: no limit).
+// CheckMemory returns an error when c may need more than limit bytes (limit <= 0: no limit).
 func (c *Config) CheckMemory(limit int64) error {
 	if need := c.MemoryNeeded(); limit > 0 && need > limit {
 		return fmt.Errorf("api.max_concurrency (%d) × api.max_response_bytes (%d) × %d, with %d app(s), may need %d MiB, over the memory limit of %d MiB: lower one of them or raise the limit",
@@ -35,9 +32,8 @@ func (c *Config) CheckMemory(limit int64) error {
 	return nil
 }
 
-// MemoryLimit is the memory limit the process runs under and where it
-// comes from: GOMEMLIMIT when set, else a numeric cgroup v2 memory.max,
-// else 0 (none).
+// MemoryLimit is the memory limit the process runs under and where it comes from: GOMEMLIMIT when set, else a numeric
+// cgroup v2 memory.max, else 0 (none).
 func MemoryLimit() (limit int64, source string) {
 	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
 		return l, "GOMEMLIMIT"

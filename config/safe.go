@@ -11,9 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
-// SafeConfig reloads the configuration: a new one goes to the subscribers
-// only when the file is valid, and replaces the one in force only when every
-// subscriber accepts it.
+// SafeConfig reloads the configuration: a new one goes to the subscribers only when the file is valid, and replaces the
+// one in force only when every subscriber accepts it.
 type SafeConfig struct {
 	mu          sync.Mutex // serialises reloads and guards subscribers
 	subscribers []func(*Config) error
@@ -40,10 +39,9 @@ func NewSafeConfig(reg prometheus.Registerer) *SafeConfig {
 	}
 }
 
-// ReloadConfig loads the file at path. When it is valid and every
-// subscriber accepts it, it replaces the current configuration and the
-// reload gauges record the success. Otherwise the current configuration is
-// kept, the success gauge is set to 0 and the error is logged and returned.
+// ReloadConfig loads the file at path. When it is valid and every subscriber accepts it, it replaces the current
+// configuration and the reload gauges record the success. Otherwise the current configuration is kept, the success
+// gauge is set to 0 and the error is logged and returned.
 func (sc *SafeConfig) ReloadConfig(path string, logger log.Logger) error {
 	if logger == nil {
 		logger = log.NewNopLogger()
@@ -75,12 +73,10 @@ func (sc *SafeConfig) ReloadConfig(path string, logger log.Logger) error {
 	return nil
 }
 
-// Subscribe registers fn to be called with each new, valid configuration
-// before it replaces the current one, synchronously, in the order of
-// registration. When fn returns an error the reload fails and the current
-// configuration is kept (subscribers called before it have seen the new
-// one). It is not called for the configuration already loaded. fn must not
-// call ReloadConfig or Subscribe.
+// Subscribe registers fn to be called with each new, valid configuration before it replaces the current one,
+// synchronously, in the order of registration. When fn returns an error the reload fails and the current configuration
+// is kept (subscribers called before it have seen the new one). It is not called for the configuration already loaded.
+// fn must not call ReloadConfig or Subscribe.
 func (sc *SafeConfig) Subscribe(fn func(*Config) error) {
 	if fn == nil {
 		return

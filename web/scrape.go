@@ -31,9 +31,8 @@ const (
 	timeoutHeader        = "X-Prometheus-Scrape-Timeout-Seconds"
 )
 
-// scrapeTimeout returns Prometheus' scrape timeout less offset, so that a
-// slow platform yields duix_up 0 before Prometheus gives up;
-// DefaultScrapeTimeout without the header.
+// scrapeTimeout returns Prometheus' scrape timeout less offset, so that a slow platform yields duix_up 0 before
+// Prometheus gives up; DefaultScrapeTimeout without the header.
 func scrapeTimeout(h http.Header, offset time.Duration) (time.Duration, error) {
 	vs := h.Values(timeoutHeader)
 	if len(vs) == 0 || (len(vs) == 1 && vs[0] == "") {

@@ -1,7 +1,6 @@
-// Package web serves the exporter's HTTP endpoints: every app's metrics
-// (the telemetry path), one app's (/probe?app=NAME), the landing page,
-// /-/healthy, /-/ready and /-/reload, on a server with bounds on what a
-// client can hold or send.
+// Package web serves the exporter's HTTP endpoints: every app's metrics (the telemetry path), one app's
+// (/probe?app=NAME), the landing page, /-/healthy, /-/ready and /-/reload, on a server with bounds on what a client can
+// hold or send.
 package web
 
 import (
@@ -107,8 +106,7 @@ func NewHandler(exp *collector.Exporter, reg Registries, reload func() error, o 
 	return mux, nil
 }
 
-// NewServer returns the HTTP server of h; its own errors (a failed TLS
-// handshake, say) go to errorLog.
+// NewServer returns the HTTP server of h; its own errors (a failed TLS handshake, say) go to errorLog.
 func NewServer(h http.Handler, errorLog *slog.Logger) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: ReadHeaderTimeout, IdleTimeout: IdleTimeout, MaxHeaderBytes: MaxHeaderBytes,
 		ErrorLog: slog.NewLogLogger(errorLog.Handler(), slog.LevelError)}
