@@ -70,9 +70,9 @@ var safeCode = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,32}$`)
 // codeOf returns an envelope's code when it looks like one and shares no 8 characters in a row with a header sent:
 // a platform that echoes the request cannot put a token or a secret header into an error through it.
 func codeOf(code string, sent http.Header) string {
-	code, all := safeCode.FindString(code), fmt.Sprint(sent)
-	for i := 8; i <= len(code); i++ {
-		if strings.Contains(all, code[i-8:i]) {
+	code = safeCode.FindString(code)
+	for i := 8; i <= len(code); i++ { // a code of the platform's is short: the headers are printed only for a long one
+		if strings.Contains(fmt.Sprint(sent), code[i-8:i]) {
 			return ""
 		}
 	}
