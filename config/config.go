@@ -118,9 +118,7 @@ type Janitor struct {
 
 // AppJanitor is the janitor section of an app: its presence opts the app in.
 type AppJanitor struct {
-	// MaxSessionAge: the app's sessions older than this (by the exporter's
-	// knowledge of their start) are stopped; at least 1m.
-	MaxSessionAge model.Duration `yaml:"max_session_age"`
+	MaxSessionAge model.Duration `yaml:"max_session_age"` // sessions older than this (as the exporter knows their start) are stopped; >= 1m
 }
 
 // UsesKey reports whether the app mints its own tokens from an app key.
@@ -204,16 +202,7 @@ func (c *Config) UnmarshalYAML(unmarshal func(any) error) error {
 	if err := unmarshal(&p); err != nil {
 		return err
 	}
-	*c = Config{API: DefaultAPI, Sessions: DefaultSessions, Apps: p.Apps, Janitor: DefaultJanitor}
-	if p.API != nil {
-		c.API = *p.API
-	}
-	if p.Sessions != nil {
-		c.Sessions = *p.Sessions
-	}
-	if p.Janitor != nil {
-		c.Janitor = *p.Janitor
-	}
+	*c = Config{API: *cmp.Or(p.API, &DefaultAPI), Sessions: *cmp.Or(p.Sessions, &DefaultSessions), Apps: p.Apps, Janitor: *cmp.Or(p.Janitor, &DefaultJanitor)}
 	return nil
 }
 
@@ -511,12 +500,13 @@ var yamlTypeNames = strings.NewReplacer(
 )
 
 // Values quoted in decoding errors are removed: a secret pasted in the wrong place would be printed. The line number of
-// a YAML error locates it. So are unknown field names beyond a name (`app_key:KEY` with no space is one key) and the
-// quoted parts of YAML syntax errors (an alias `*KEY`).
+// a YAML error locates it. So are unknown field names not shaped as a setting's (a key pasted as a key), what follows a
+// name (`app_key:KEY` with no space is one key) and the quoted parts of YAML syntax errors (an alias `*KEY`).
 var (
 	quotedValue  = regexp.MustCompile(`:? ?"(?:[^"\\]|\\.)*"`)
 	yamlValue    = regexp.MustCompile(`(cannot unmarshal \S+) .* (into )`)
-	unknownField = regexp.MustCompile(`(field [A-Za-z0-9_-]*)[^A-Za-z0-9_-].* (not found in )`)
+	unknownField = regexp.MustCompile(`(?s)field (.*) not found in `)
+	settingName  = regexp.MustCompile(`^([a-z][a-z_]{0,30}[0-9]?)($|[: \t\n"'])`) // and no random string
 	yamlQuoted   = regexp.MustCompile(`^(yaml: [^']*)'.*'`)
 	backquoted   = regexp.MustCompile("`[^`]*`")                      // go-yaml's quoting of a value, even across lines
 	tlsVersion   = regexp.MustCompile(`(unknown TLS version)(?s:.*)`) // prometheus/common's, unquoted
@@ -540,10 +530,22 @@ func yamlError(err error) error {
 	msgs := make([]string, min(len(te.Errors), 10), 11) // the first ten, not a line of megabytes
 	for i := range msgs {
 		m := commonPlain.ReplaceAllString(yamlValue.ReplaceAllString(backquoted.ReplaceAllString(te.Errors[i], "(…)"), "$1 $2"), "in api.http_client or a section of it")
-		msgs[i] = yamlTypeNames.Replace(unknownField.ReplaceAllString(m, "$1… (a space missing after a colon?) $2"))
+		msgs[i] = yamlTypeNames.Replace(unknownField.ReplaceAllStringFunc(m, unknownName))
 	}
 	if n := len(te.Errors) - len(msgs); n > 0 {
 		msgs = append(msgs, fmt.Sprintf("and %d more", n))
 	}
 	return fmt.Errorf("parsing YAML: %s", strings.Join(msgs, "; "))
+}
+
+// unknownName names an unknown field only when its name is shaped as a setting's (a secret pasted as a key is not),
+// and of `app_key:KEY` with no space only app_key.
+func unknownName(m string) string {
+	switch p := settingName.FindStringSubmatch(unknownField.FindStringSubmatch(m)[1]); {
+	case p == nil:
+		return "field (not printed: not shaped as a setting's name) not found in "
+	case p[2] != "":
+		return "field " + p[1] + "… (a space missing after a colon?) not found in "
+	}
+	return m
 }

@@ -536,6 +536,10 @@ func TestErrorsNeverEchoAMisplacedSecret(t *testing.T) {
 		"a key in token_ttl":         "apps: [{name: a, app_id: '1', app_key: k, token_ttl: !!int " + key + "}]\n",
 		"a block scalar into an int": "api:\n  max_concurrency: |\n    a\n    " + key + "\napps: [{name: a, app_id: '1', app_key: k}]\n",
 		"a quoted newline":           "sessions: {max_tracked: \"1\\n" + key + "\"}\napps: [{name: a, app_id: '1', app_key: k}]\n",
+		"a key pasted as a key":      "apps:\n- name: a\n  app_id: '1'\n  app_key: k\n  " + key + ": x\n",
+		"a lowercase key as a key":   "apps:\n- {name: a, app_id: '1', app_key: k, sec0123456789abcdef: x}\n",
+		"a key after a setting":      "apps:\n- {name: a, app_id: '1', app_key: k, app_key0123456789: x}\n",
+		"a quoted key with newlines": "apps:\n- {name: a, app_id: '1', app_key: k, \"x\\n" + key + "\\ny\": 1}\n",
 		// prometheus/common's TLS version decoder does not quote it.
 		"tls min_version": "api: {http_client: {tls_config: {min_version: " + key + "}}}\napps: [{name: a, app_id: '1', app_key: k}]\n",
 	} {
