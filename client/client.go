@@ -180,27 +180,19 @@ func (c *Client) RetryAfter() time.Time {
 	return time.Time{}
 }
 
-// backOff stops calls for d (a minute when not said), and returns it.
-func (c *Client) backOff(d time.Duration, said bool) time.Duration {
-	if !said {
-		d = time.Minute
+// backOff stops calls for what Retry-After v says, seconds or an HTTP date clamped to [0, 1h] first (a minute when it
+// says nothing usable), and returns it.
+func (c *Client) backOff(v string) time.Duration {
+	d, now := time.Minute, c.p.now()
+	if n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		d = time.Duration(min(n, 3600)) * time.Second // ParseUint gives its maximum when out of range
+	} else if t, err := http.ParseTime(strings.TrimSpace(v)); err == nil {
+		d = min(max(t.Sub(now), 0), time.Hour)
 	}
 	c.tokens.last.mu.Lock()
 	defer c.tokens.last.mu.Unlock()
-	c.tokens.last.retryAfter = c.p.now().Add(d)
+	c.tokens.last.retryAfter = now.Add(d)
 	return d
-}
-
-// parseRetryAfter reads seconds or an HTTP date, clamped to [0, 1h] first, and whether it could.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if n, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
-		return time.Duration(min(n, 3600)) * time.Second, true // ParseUint gives its maximum when out of range
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return min(max(t.Sub(now), 0), time.Hour), true
-	}
-	return 0, false
 }
 
 // Concurrency returns the app's concurrency status (GET /getconcurrentNumber?appId=), both numbers required.
@@ -314,7 +306,12 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 		if resp.ContentLength > c.p.maxBytes {
 			body.N = 0 // refused unread
 		}
-		switch env, err = decodeEnvelope(json.NewDecoder(body), data); {
+		dec := json.NewDecoder(body)
+		if env, err = decodeEnvelope(dec, data); err == nil {
+			defer time.AfterFunc(50*time.Millisecond, cancel).Stop() // a late end is not waited for
+			err = endOf(dec)
+		}
+		switch {
 		case err == nil && env.success:
 			return envelope{code: codeOf(env.code, req.Header), success: true}, nil
 		case err == nil:
@@ -335,7 +332,7 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 		c.tokens.refused()
 		c.p.files.refused()
 	case "429":
-		e.Reason, e.RetryAfter = ReasonRateLimited, c.backOff(parseRetryAfter(resp.Header.Get("Retry-After"), c.p.now()))
+		e.Reason, e.RetryAfter = ReasonRateLimited, c.backOff(resp.Header.Get("Retry-After"))
 	}
 	return env, e
 }
@@ -349,6 +346,14 @@ func isDecodeError(err error) bool {
 func readPast(err error) bool {
 	var typ *json.UnmarshalTypeError
 	return errors.As(err, &typ) || errors.Is(err, errShape)
+}
+
+// endOf returns errShape when a value, or what is no JSON, follows the envelope; an end that does not come is no error.
+func endOf(dec *json.Decoder) error {
+	if _, err := dec.Token(); err == nil || isDecodeError(err) {
+		return errShape
+	}
+	return nil
 }
 
 // envelope is what an answer says around its data (docs/platform-api.md#envelope).

@@ -84,6 +84,20 @@ func TestARefusalIsOneWhateverItsData(t *testing.T) {
 	}
 }
 
+// An answer is one envelope: anything but white space after it (a second
+// envelope, a stray byte) makes a decode error, as encoding/json's
+// Unmarshal does, whichever envelope says what.
+func TestAnythingAfterTheEnvelopeIsADecodeError(t *testing.T) {
+	const ok = `{"code":"200","data":{"cropId":"c","totalConcurrentNumber":5,"userConcurrentNumber":1},"success":true}`
+	for tail, want := range map[string]string{"": "", " \r\n\t ": "", "x": client.ReasonDecode, "}": client.ReasonDecode,
+		`{"code":"401","success":false}`: client.ReasonDecode, ok: client.ReasonDecode, " 0": client.ReasonDecode, `"`: client.ReasonDecode} {
+		f := newFixture(t, config.AuthHeaderAuthorization)
+		answering(t, f, func(*http.Request, http.ResponseWriter) string { return ok + tail })
+		_, err := f.client(t).Concurrency(context.Background())
+		assert.Equal(t, want, client.Reason(err), "%q: %v", tail, err)
+	}
+}
+
 // An envelope code that shares 8 characters with a secret sent with the
 // call (the token, a secret header) is left out of the error and of a
 // stop's result, whatever the platform echoes; other codes are kept.

@@ -199,18 +199,22 @@ func refEnvelope(ms []member) (want envelope, ok, known bool) {
 
 func FuzzDecodeEnvelope(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
-		env, err := decodeEnvelope(json.NewDecoder(bytes.NewReader(body)), func(dec *json.Decoder) error {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		env, err := decodeEnvelope(dec, func(dec *json.Decoder) error {
 			return DecodeSessionList(dec, SessionOptions{}, func(Session) error { return nil })
 		})
+		if err == nil {
+			err = endOf(dec) // as a call does
+		}
 		if err == io.EOF {
 			t.Fatalf("io.EOF escaped: an empty or cut body must be an error of its own: %q", body)
 		}
 		if err != nil && !isDecodeError(err) {
 			t.Fatalf("not classified as a decode error: %v\n%q", err, body)
 		}
-		ref, valid := firstValue(body)
+		ref, valid := json.RawMessage(body), json.Valid(body) // one value, white space around it
 		if err == nil && !valid {
-			t.Fatalf("accepted a body that is not well-formed JSON: %q", body)
+			t.Fatalf("accepted a body that is not one well-formed JSON value: %q", body)
 		}
 		ms, isObject := members(ref)
 		if !valid || !isObject {

@@ -26,10 +26,7 @@ func (c *Client) EachSession(ctx context.Context, opts SessionOptions, fn func(S
 			return fnErr
 		})
 	})
-	if fnErr != nil {
-		return fnErr
-	}
-	return err
+	return cmp.Or(fnErr, err)
 }
 
 // errShape is the cause of JSON of another shape than documented; errDepth of JSON nested deeper than encoding/json reads.
