@@ -457,6 +457,11 @@ func TestHelmJanitor(t *testing.T) {
 	require.Error(t, err, "one budget: one janitor behind the Service")
 	assert.Contains(t, stderr, "janitor.enabled needs replicaCount 1")
 	assert.Len(t, render(t, args("--set", "replicaCount=2")...).deployment.Spec.Template.Spec.Containers[0].Ports, 1, "replicas without the janitor")
+	for _, flag := range []string{"--janitor.listen-address=:9999", "--janitor.listen-address"} {
+		_, stderr, err = helmTemplate(t, args("--set", "replicaCount=2", "--set-json", `extraArgs=["`+flag+`"]`)...)
+		require.Error(t, err, "the janitor only through janitor.enabled, which keeps it to one replica")
+		assert.Contains(t, stderr, "not a --janitor flag")
+	}
 
 	// The configuration of docs/janitor.md: the top-level section and an
 	// app that opts in reach the exporter's configuration file.
