@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -95,11 +96,13 @@ const (
 	echoEnvelope401                      // 401, the same envelope
 	echoBadData                          // success true, data of the wrong types holding the request: session records, conversation name, concurrency
 	echoCodeTail                         // success false, a code of the credential's last 32 characters (of a code's characters)
+	echoEarlierCode                      // 401 to an app's first credential; then a code of the last 32 characters of the one before the call's
 )
 
 var echoShapes = map[echoShape]string{
 	echoErrorPage: "error page", echoStatusLine: "status line", echoEnvelopeMessage: "envelope message",
 	echoEnvelope401: "envelope 401", echoBadData: "session records and conversation name", echoCodeTail: "code",
+	echoEarlierCode: "code of an earlier credential",
 }
 
 // echoing is an upstream that echoes everything it receives, in the shape
@@ -107,6 +110,8 @@ var echoShapes = map[echoShape]string{
 type echoing struct {
 	shape atomic.Int32
 	next  http.Handler
+	mu    sync.Mutex
+	creds map[string][]string // by appId, the credentials received, in order
 }
 
 func (e *echoing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -139,6 +144,20 @@ func (e *echoing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case echoCodeTail:
 		cred := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") + r.Header.Get("Token")
 		_, _ = fmt.Fprintf(w, `{"code":%q,"success":false,"data":null}`, cred[max(len(cred)-32, 0):])
+	case echoEarlierCode:
+		cred, app := r.Header.Get("Authorization")+r.Header.Get("Token"), r.URL.Query().Get("appId")
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		i := slices.Index(e.creds[app], cred)
+		if i < 0 {
+			e.creds[app], i = append(e.creds[app], cred), len(e.creds[app])
+		}
+		if i == 0 {
+			_, _ = io.WriteString(w, `{"code":"401","success":false,"data":null}`)
+			return
+		}
+		earlier := e.creds[app][i-1]
+		_, _ = fmt.Fprintf(w, `{"code":%q,"success":false,"data":null}`, earlier[max(len(earlier)-32, 0):])
 	case echoEnvelopeMessage, echoEnvelope401:
 		w.Header().Set("Content-Type", "application/json")
 		if echoShape(e.shape.Load()) == echoEnvelope401 {
@@ -213,7 +232,7 @@ func newSecretsEnv(t *testing.T) *secretsEnv {
 	e.fileTok, err = simulator.MintToken("2004", secStaticKey, now, now.Add(time.Hour))
 	require.NoError(t, err)
 	e.faults = platformtest.New(e.sim)
-	e.echo = &echoing{next: e.faults}
+	e.echo = &echoing{next: e.faults, creds: map[string][]string{}}
 	srv := httptest.NewServer(e.rec.wrap(e.echo))
 	t.Cleanup(srv.Close)
 	e.base = srv.URL + simulator.BasePath
@@ -405,6 +424,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		require.Equal(t, http.StatusOK, code, name)
 		_, body := fetch(t, tr, p, http.MethodGet, "/metrics")
 		assert.Contains(t, body, `duix_up{app="inline-key"} 0`, name)
+		fetch(t, tr, p, http.MethodGet, "/metrics") // after a refusal: a new token
 		fetch(t, tr, p, http.MethodGet, "/probe?app=file-key")
 		fetch(t, tr, p, http.MethodGet, "/")
 	}
@@ -523,6 +543,11 @@ func (e *secretsEnv) operatorCommands(t *testing.T, tr *transcript) {
 			// (docs/operator.md): a record the platform fills with what
 			// it received is its data, printed on request, not an error.
 			if shape == echoBadData && len(args) > 1 && args[0] == "sessions" && args[1] == "list" {
+				continue
+			}
+			// A command is a process of its own: the tokens the platform echoes
+			// here were given by others, which it cannot know (docs/reliability.md).
+			if shape == echoEarlierCode {
 				continue
 			}
 			runCmd(t, tr, strings.Join(args, " ")+" (echo: "+name+")", append([]string{cfg, "--log.level=debug"}, args...)...)

@@ -91,6 +91,7 @@ type tokenSource struct {
 
 	mu      sync.Mutex
 	token   string     // auth and the last token minted
+	given   [2]string  // the last two values given: a code echoing the one before a call's is left out (codeOf)
 	last    *appRecord // shared with the app's sources before and after a reload
 	renewAt time.Time
 }
@@ -130,22 +131,22 @@ type appRecord struct {
 	retryAfter time.Time
 }
 
-// get returns the value of the token's header.
-func (s *tokenSource) get() (string, error) {
+// get returns the value of the token's header, and the value given before it.
+func (s *tokenSource) get() (string, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now, secret, changed := s.now(), s.fixed, false
 	if s.file != nil {
 		var err error
 		if secret, changed, err = s.file.read(now); secret == "" {
-			return "", &Error{Reason: ReasonAuth, detail: "no usable " + s.file.kind + " file", err: err}
+			return "", "", &Error{Reason: ReasonAuth, detail: "no usable " + s.file.kind + " file", err: err}
 		}
 	}
 	switch {
 	case len(secret) == 0:
-		return "", &Error{Reason: ReasonAuth, detail: "no credential"}
+		return "", "", &Error{Reason: ReasonAuth, detail: "no credential"}
 	case !s.mint:
-		return s.auth + secret, nil
+		return s.give(s.auth + secret)
 	case s.token == "" || changed || !now.Before(s.renewAt):
 		s.last.mu.Lock()
 		exp := now.Add(s.ttl).Unix()
@@ -156,11 +157,18 @@ func (s *tokenSource) get() (string, error) {
 		s.last.mu.Unlock()
 		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"appId": s.appID, "iat": now.Unix(), "exp": exp}).SignedString([]byte(secret))
 		if err != nil {
-			return "", &Error{Reason: ReasonAuth, detail: "signing the token failed"}
+			return "", "", &Error{Reason: ReasonAuth, detail: "signing the token failed"}
 		}
 		s.token, s.renewAt = s.auth+tok, time.Unix(exp, 0).Add(-min(s.ttl/5, 5*time.Minute))
 	}
-	return s.token, nil
+	return s.give(s.token)
+}
+
+func (s *tokenSource) give(v string) (string, string, error) {
+	if v != s.given[1] {
+		s.given = [2]string{s.given[1], v}
+	}
+	return v, s.given[0], nil
 }
 
 // refused makes the next call mint a new token, reading the file again.

@@ -268,7 +268,7 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 	if err != nil {
 		return env, transportError(err)
 	}
-	tok, err := c.tokens.get()
+	tok, earlier, err := c.tokens.get()
 	if err != nil {
 		return env, err
 	}
@@ -313,9 +313,9 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 		}
 		switch {
 		case err == nil && env.success:
-			return envelope{code: codeOf(env.code, req.Header), success: true}, nil
+			return envelope{code: codeOf(env.code, req.Header, earlier), success: true}, nil
 		case err == nil:
-			e = &Error{Reason: ReasonAPI, Code: codeOf(env.code, req.Header), detail: "success is false"}
+			e = &Error{Reason: ReasonAPI, Code: codeOf(env.code, req.Header, earlier), detail: "success is false"}
 		case body.N <= 0:
 			return env, &Error{Reason: ReasonDecode, detail: ErrBodyTooLarge.Error(), err: ErrBodyTooLarge}
 		case ctx.Err() != nil:

@@ -139,6 +139,32 @@ func TestACodeThatEchoesASecretIsLeftOut(t *testing.T) {
 	var e *client.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, "E_TOKEN_EXPIRED.1", e.Code, "a code that is no secret's is kept")
+
+	// The token given before the call's (the one refused just before), echoed: the end of a minted token's signature
+	// shares nothing with the next token.
+	var mu sync.Mutex
+	var seen []string // the tokens received, in order
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if tok := r.Header.Get("Authorization"); len(seen) == 0 || seen[len(seen)-1] != tok {
+			seen = append(seen, tok)
+		}
+		if len(seen) == 1 {
+			_, _ = w.Write([]byte(`{"code":"401","success":false}`))
+			return
+		}
+		_, _ = fmt.Fprintf(w, `{"code":%q,"success":false}`, seen[len(seen)-2][len(seen[len(seen)-2])-32:])
+	}))
+	t.Cleanup(srv.Close)
+	c := poolFor(t, srv.URL, config.AuthHeaderAuthorization, fmt.Sprintf("app_key: %q", appKey), "")
+	_, err = c.Concurrency(context.Background())
+	require.Equal(t, client.ReasonAuth, client.Reason(err), "%v", err)
+	_, err = c.Concurrency(context.Background())
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, client.ReasonAPI, e.Reason)
+	assert.Empty(t, e.Code, "the refused token's end")
+	assert.NotContains(t, err.Error(), seen[0][len(seen[0])-8:])
 }
 
 // A 101 Switching Protocols hands the connection over as the body, which

@@ -43,36 +43,30 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	s := e.Endpoint
-	if e.App != "" {
-		s += " (app " + e.App + ")"
-	}
-	s += ": " + e.Reason
-	if e.Status != 0 {
-		s += ": HTTP " + strconv.Itoa(e.Status)
-	}
-	if e.Code != "" {
-		s += ", code " + e.Code
-	}
-	if e.RetryAfter > 0 {
-		s += ", retry after " + e.RetryAfter.String()
-	}
-	if e.detail != "" {
-		s += ": " + e.detail
-	}
+	s := e.Endpoint + when(e.App != "", " (app "+e.App+")") + ": " + e.Reason + when(e.Status != 0, ": HTTP "+strconv.Itoa(e.Status)) +
+		when(e.Code != "", ", code "+e.Code) + when(e.RetryAfter > 0, ", retry after "+e.RetryAfter.String()) + when(e.detail != "", ": "+e.detail)
 	return strings.TrimPrefix(s, ": ")
+}
+
+// when returns s if ok, else "".
+func when(ok bool, s string) string {
+	if ok {
+		return s
+	}
+	return ""
 }
 
 func (e *Error) Unwrap() error { return e.err }
 
 var safeCode = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,32}$`)
 
-// codeOf returns an envelope's code when it looks like one and shares no 8 characters in a row with a header sent:
-// a platform that echoes the request cannot put a token or a secret header into an error through it.
-func codeOf(code string, sent http.Header) string {
+// codeOf returns an envelope's code when it looks like one and shares no 8 characters in a row with a header sent or
+// the token given before the call's: a platform that echoes a request cannot put a token or a secret header into an
+// error through it.
+func codeOf(code string, sent http.Header, earlier string) string {
 	code = safeCode.FindString(code)
 	for i := 8; i <= len(code); i++ { // a code of the platform's is short: the headers are printed only for a long one
-		if strings.Contains(fmt.Sprint(sent), code[i-8:i]) {
+		if strings.Contains(fmt.Sprint(sent, earlier), code[i-8:i]) {
 			return ""
 		}
 	}
