@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -307,9 +308,11 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 			body.N = 0 // refused unread
 		}
 		dec := json.NewDecoder(body)
-		if env, err = decodeEnvelope(dec, data); err == nil {
+		if env, err = decodeEnvelope(dec, data); err == nil && env.success { // a refusal is one whatever follows
 			defer time.AfterFunc(50*time.Millisecond, cancel).Stop() // a late end is not waited for
-			err = endOf(dec)
+			if err = endOf(dec); body.N <= 0 {
+				err = ErrBodyTooLarge // past the cap after the envelope
+			}
 		}
 		switch {
 		case err == nil && env.success:
@@ -318,10 +321,10 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 			e = &Error{Reason: ReasonAPI, Code: codeOf(env.code, req.Header, earlier), detail: "success is false"}
 		case body.N <= 0:
 			return env, &Error{Reason: ReasonDecode, detail: ErrBodyTooLarge.Error(), err: ErrBodyTooLarge}
+		case isDecodeError(err): // even after the deadline: what was read is no envelope
+			return env, &Error{Reason: ReasonDecode, detail: "not the JSON the endpoint documents", err: err}
 		case ctx.Err() != nil:
 			return env, transportError(ctx.Err())
-		case isDecodeError(err):
-			return env, &Error{Reason: ReasonDecode, detail: "not the JSON the endpoint documents", err: err}
 		default:
 			return env, transportError(err)
 		}
@@ -348,10 +351,13 @@ func readPast(err error) bool {
 	return errors.As(err, &typ) || errors.Is(err, errShape)
 }
 
-// endOf returns errShape when a value, or what is no JSON, follows the envelope; an end that does not come is no error.
+// endOf returns errShape when a value, or what is no JSON, follows the envelope; an end that does not come, or a cut one,
+// is no error. A failed Token leaves unread what it could not read.
 func endOf(dec *json.Decoder) error {
-	if _, err := dec.Token(); err == nil || isDecodeError(err) {
-		return errShape
+	if _, err := dec.Token(); err != io.EOF {
+		if rest, _ := io.ReadAll(dec.Buffered()); err == nil || strings.Trim(string(rest), " \t\r\n") != "" {
+			return errShape
+		}
 	}
 	return nil
 }
@@ -394,13 +400,9 @@ func decodeEnvelope(dec *json.Decoder, data func(*json.Decoder) error) (env enve
 			if err = skipRest(dec); name == "code" || name == "success" {
 				err = errShape
 			}
-		case string:
+		case string, json.Number:
 			if name == "code" {
-				env.code = v
-			}
-		case json.Number:
-			if name == "code" {
-				env.code = v.String()
+				env.code = fmt.Sprint(v)
 			}
 		case bool, nil:
 			if name == "success" {

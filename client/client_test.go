@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -1102,35 +1103,50 @@ func TestEndpointsAreAppendedToTheBasePathAsWritten(t *testing.T) {
 // A complete answer whose body does not end (a Content-Length over what
 // is sent, a chunked body's last chunk late) is used as soon as its JSON
 // is read: nothing waits for the end, which would hold the call's slot
-// until api.timeout and make a healthy app miss its scrape.
+// until api.timeout and make a healthy app miss its scrape. A body cut
+// after its envelope is used too; one whose envelope is followed by the
+// start of another value is not, whether it ends late or never.
 func TestACompleteAnswerIsNotHeldByALateEndOfItsBody(t *testing.T) {
 	const body = `{"code":"200","success":true,"data":{"cropId":"c","totalConcurrentNumber":5,"userConcurrentNumber":1}}`
-	for name, contentLength := range map[string]string{"content-length": strconv.Itoa(len(body) + 100), "chunked": ""} {
-		t.Run(name, func(t *testing.T) {
-			release := make(chan struct{})
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if contentLength != "" {
-					w.Header().Set("Content-Length", contentLength)
+	for _, framing := range []string{"content-length", "chunked"} {
+		for name, tc := range map[string]struct {
+			tail        string
+			cut, refuse bool
+		}{"late": {tail: " \n"}, "cut": {tail: " ", cut: true}, "a value begun": {tail: ` "JUNK`, refuse: true}, "a value begun, cut": {tail: ` tr`, cut: true, refuse: true}} {
+			t.Run(framing+" "+name, func(t *testing.T) {
+				release := make(chan struct{})
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if framing == "content-length" {
+						w.Header().Set("Content-Length", strconv.Itoa(len(body)+100))
+					}
+					_, _ = io.WriteString(w, body+tc.tail)
+					w.(http.Flusher).Flush()
+					if tc.cut {
+						panic(http.ErrAbortHandler) // the connection is closed, the chunked body's end never sent
+					}
+					select { // the rest never comes while the test runs
+					case <-r.Context().Done():
+					case <-release:
+					}
+				}))
+				srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+				t.Cleanup(srv.Close)
+				t.Cleanup(func() { close(release) }) // before the server closes
+				cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q, timeout: 1h}\napps: [{name: a, app_id: %q, app_key: %q}]\n", srv.URL+simulator.BasePath, appID, appKey)), "")
+				require.NoError(t, err)
+				pool, err := client.NewPool(cfg, client.PoolOptions{})
+				require.NoError(t, err)
+				t.Cleanup(pool.Close)
+				var got *client.Concurrency
+				returnsWithin(t, func() { got, err = pool.Client("a").Concurrency(context.Background()) })
+				if tc.refuse {
+					require.Equal(t, client.ReasonDecode, client.Reason(err), "%v", err)
+					return
 				}
-				_, _ = io.WriteString(w, body)
-				w.(http.Flusher).Flush()
-				select { // the rest never comes while the test runs
-				case <-r.Context().Done():
-				case <-release:
-				}
-			}))
-			t.Cleanup(srv.Close)
-			t.Cleanup(func() { close(release) }) // before the server closes
-			cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q, timeout: 1h}\napps: [{name: a, app_id: %q, app_key: %q}]\n", srv.URL+simulator.BasePath, appID, appKey)), "")
-			require.NoError(t, err)
-			pool, err := client.NewPool(cfg, client.PoolOptions{})
-			require.NoError(t, err)
-			t.Cleanup(pool.Close)
-			var got *client.Concurrency
-			returnsWithin(t, func() { got, err = pool.Client("a").Concurrency(context.Background()) })
-			require.NoError(t, err)
-			assert.Equal(t, int64(5), got.TotalConcurrentNumber)
-		})
+				require.NoError(t, err)
+				assert.Equal(t, int64(5), got.TotalConcurrentNumber)
+			})
+		}
 	}
 }
 

@@ -90,11 +90,21 @@ func TestARefusalIsOneWhateverItsData(t *testing.T) {
 func TestAnythingAfterTheEnvelopeIsADecodeError(t *testing.T) {
 	const ok = `{"code":"200","data":{"cropId":"c","totalConcurrentNumber":5,"userConcurrentNumber":1},"success":true}`
 	for tail, want := range map[string]string{"": "", " \r\n\t ": "", "x": client.ReasonDecode, "}": client.ReasonDecode,
-		`{"code":"401","success":false}`: client.ReasonDecode, ok: client.ReasonDecode, " 0": client.ReasonDecode, `"`: client.ReasonDecode} {
+		`{"code":"401","success":false}`: client.ReasonDecode, ok: client.ReasonDecode, " 0": client.ReasonDecode, `"`: client.ReasonDecode,
+		" tr": client.ReasonDecode, strings.Repeat(" ", 2000): client.ReasonDecode, // past max_response_bytes, below
+	} {
 		f := newFixture(t, config.AuthHeaderAuthorization)
+		f.cfg.API.MaxResponseBytes = 1024 // the whole answer comes in one write, well within the 50 ms given to its end
 		answering(t, f, func(*http.Request, http.ResponseWriter) string { return ok + tail })
 		_, err := f.client(t).Concurrency(context.Background())
-		assert.Equal(t, want, client.Reason(err), "%q: %v", tail, err)
+		assert.Equal(t, want, client.Reason(err), "%.20q: %v", tail, err)
+	}
+	// A refusal is one whatever follows it: its token is not sent again.
+	for _, tail := range []string{"x", ok} {
+		f := newFixture(t, config.AuthHeaderAuthorization)
+		answering(t, f, func(*http.Request, http.ResponseWriter) string { return `{"code":"401","success":false}` + tail })
+		_, err := f.client(t).Concurrency(context.Background())
+		assert.Equal(t, client.ReasonAuth, client.Reason(err), "%q: %v", tail, err)
 	}
 }
 

@@ -80,12 +80,10 @@ func Reason(err error) string {
 	switch {
 	case err == nil:
 		return ""
-	case errors.As(err, &e):
-		return e.Reason
-	case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
-		return ReasonTimeout
+	case !errors.As(err, &e):
+		e = transportError(err)
 	}
-	return ReasonNetwork
+	return e.Reason
 }
 
 // IsNotFound reports whether err refuses an unknown or ended session or conversation (code 404).
