@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -358,7 +359,7 @@ func (a *API) validate() error {
 			if strings.EqualFold(name, "Authorization") || strings.EqualFold(name, "Token") {
 				return fmt.Errorf("api.http_client.http_headers: header %.64q must not be set: %s", name, perApp)
 			} else if !httpguts.ValidHeaderFieldName(name) { // net/http would refuse to send it, as a bad value below
-				return fmt.Errorf("api.http_client.http_headers: %.64q is not a valid header name", name)
+				return errors.New("api.http_client.http_headers: a header name is not valid (not printed: a secret pasted there would be)")
 			}
 			for _, path := range h.Files {
 				if _, err := ReadSecretFile(path, false); err != nil {
@@ -371,8 +372,10 @@ func (a *API) validate() error {
 		}
 	}
 	for name, vs := range hc.ProxyConnectHeader {
-		if !httpguts.ValidHeaderFieldName(name) || !oneLine(fmt.Sprint(vs)) {
-			return fmt.Errorf("api.http_client.proxy_connect_header: header %.64q: not a valid name, or a value holds a line break or a control character", name)
+		if !httpguts.ValidHeaderFieldName(name) {
+			return errors.New("api.http_client.proxy_connect_header: a header name is not valid (not printed: a secret pasted there would be)")
+		} else if !oneLine(fmt.Sprint(vs)) {
+			return fmt.Errorf("api.http_client.proxy_connect_header: header %.64q: a value holds a line break or a control character", name)
 		}
 	}
 	return nil
@@ -500,17 +503,20 @@ var yamlTypeNames = strings.NewReplacer(
 )
 
 // Values quoted in decoding errors are removed: a secret pasted in the wrong place would be printed. The line number of
-// a YAML error locates it. So are unknown field names not shaped as a setting's (a key pasted as a key), what follows a
-// name (`app_key:KEY` with no space is one key) and the quoted parts of YAML syntax errors (an alias `*KEY`).
+// a YAML error locates it. So are tags but the standard ones (`!KEY 5`), the names of unknown fields and of keys set
+// twice unless shaped as a setting's (a key pasted as a key), what follows a name (`app_key:KEY` with no space is one
+// key) and the quoted parts of YAML syntax errors (an alias `*KEY`).
 var (
-	quotedValue  = regexp.MustCompile(`:? ?"(?:[^"\\]|\\.)*"`)
-	yamlValue    = regexp.MustCompile(`(cannot unmarshal \S+) .* (into )`)
-	unknownField = regexp.MustCompile(`(?s)field (.*) not found in `)
-	settingName  = regexp.MustCompile(`^([a-z][a-z_]{0,30}[0-9]?)($|[: \t\n"'])`) // and no random string
-	yamlQuoted   = regexp.MustCompile(`^(yaml: [^']*)'.*'`)
-	backquoted   = regexp.MustCompile("`[^`]*`")                      // go-yaml's quoting of a value, even across lines
-	tlsVersion   = regexp.MustCompile(`(unknown TLS version)(?s:.*)`) // prometheus/common's, unquoted
-	commonPlain  = regexp.MustCompile(`in type config\.plain\b`)      // prometheus/common's HTTP client settings
+	quotedValue = regexp.MustCompile(`:? ?"(?:[^"\\]|\\.)*"`)
+	yamlValue   = regexp.MustCompile(`(cannot unmarshal \S+) .* (into )`)
+	yamlName    = regexp.MustCompile(`(?s)(field|key) (.*) (not found in |already set in )`)
+	settingName = regexp.MustCompile(`^([a-z][a-z_]{0,30}[a-z_0-9]?)($|[: \t\n])`) // and no random string
+	yamlTag     = regexp.MustCompile(`(cannot (?:unmarshal|decode) )(\S*)`)        // a tag may be anything: !KEY, !<KEY>, tag:KEY
+	standardTag = regexp.MustCompile(`^(cannot \w+ )!!(?:str|int|bool|float|null|seq|map|timestamp|binary|merge)$`)
+	yamlQuoted  = regexp.MustCompile(`^(yaml: [^']*)'.*'`)
+	backquoted  = regexp.MustCompile("(?s)`.*`")                     // go-yaml's quoting of a value, from the first backquote to the last
+	tlsVersion  = regexp.MustCompile(`(unknown TLS version)(?s:.*)`) // prometheus/common's, unquoted
+	commonPlain = regexp.MustCompile(`in type config\.plain\b`)      // prometheus/common's HTTP client settings
 )
 
 // locateError prefixes an error of a field's decoder (a duration, the HTTP client configuration...) with where it
@@ -525,12 +531,12 @@ func locateError(where string, err error) error {
 func yamlError(err error) error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
-		return fmt.Errorf("parsing YAML: %s", backquoted.ReplaceAllString(yamlQuoted.ReplaceAllString(err.Error(), "$1(…)"), "(…)"))
+		return fmt.Errorf("parsing YAML: %s", scrub(yamlQuoted.ReplaceAllString(err.Error(), "$1(…)")))
 	}
 	msgs := make([]string, min(len(te.Errors), 10), 11) // the first ten, not a line of megabytes
 	for i := range msgs {
-		m := commonPlain.ReplaceAllString(yamlValue.ReplaceAllString(backquoted.ReplaceAllString(te.Errors[i], "(…)"), "$1 $2"), "in api.http_client or a section of it")
-		msgs[i] = yamlTypeNames.Replace(unknownField.ReplaceAllStringFunc(m, unknownName))
+		m := commonPlain.ReplaceAllString(yamlValue.ReplaceAllString(scrub(te.Errors[i]), "$1 $2"), "in api.http_client or a section of it")
+		msgs[i] = yamlTypeNames.Replace(yamlName.ReplaceAllStringFunc(m, unknownName))
 	}
 	if n := len(te.Errors) - len(msgs); n > 0 {
 		msgs = append(msgs, fmt.Sprintf("and %d more", n))
@@ -538,14 +544,29 @@ func yamlError(err error) error {
 	return fmt.Errorf("parsing YAML: %s", strings.Join(msgs, "; "))
 }
 
-// unknownName names an unknown field only when its name is shaped as a setting's (a secret pasted as a key is not),
-// and of `app_key:KEY` with no space only app_key.
+// scrub removes the values and the tags but the standard ones that a YAML error quotes.
+func scrub(m string) string {
+	return yamlTag.ReplaceAllStringFunc(backquoted.ReplaceAllString(m, "(…)"), func(tag string) string {
+		if standardTag.MatchString(tag) {
+			return tag
+		}
+		return yamlTag.ReplaceAllString(tag, "$1(a tag)")
+	})
+}
+
+// unknownName names an unknown field or a key set twice only when its name is shaped as a setting's (a secret pasted
+// as a key is not), and of `app_key:KEY` with no space only app_key.
 func unknownName(m string) string {
-	switch p := settingName.FindStringSubmatch(unknownField.FindStringSubmatch(m)[1]); {
-	case p == nil:
-		return "field (not printed: not shaped as a setting's name) not found in "
-	case p[2] != "":
-		return "field " + p[1] + "… (a space missing after a colon?) not found in "
+	parts := yamlName.FindStringSubmatch(m)
+	name, err := strconv.Unquote(parts[2]) // a key set twice is quoted
+	if err != nil {
+		name = parts[2]
 	}
-	return m
+	switch p := settingName.FindStringSubmatch(name); {
+	case p == nil:
+		return parts[1] + " (not printed: a setting's name is lowercase letters and _) " + parts[3]
+	case p[2] != "":
+		return parts[1] + " " + p[1] + "… (a space missing after a colon?) " + parts[3]
+	}
+	return parts[1] + " " + name + " " + parts[3]
 }

@@ -540,6 +540,12 @@ func TestErrorsNeverEchoAMisplacedSecret(t *testing.T) {
 		"a lowercase key as a key":   "apps:\n- {name: a, app_id: '1', app_key: k, sec0123456789abcdef: x}\n",
 		"a key after a setting":      "apps:\n- {name: a, app_id: '1', app_key: k, app_key0123456789: x}\n",
 		"a quoted key with newlines": "apps:\n- {name: a, app_id: '1', app_key: k, \"x\\n" + key + "\\ny\": 1}\n",
+		"a custom tag":               "api:\n  max_concurrency: !" + key + " 5\napps: [{name: a, app_id: '1', app_key: k}]\n",
+		"a verbatim tag":             "api: {max_concurrency: !<" + key + "> 5}\napps: [{name: a, app_id: '1', app_key: k}]\n",
+		"a tag directive":            "%TAG !e! tag:" + key + ":\n---\napi: {max_concurrency: !e!x 5}\napps: [{name: a, app_id: '1', app_key: k}]\n",
+		"a tag on a section":         "apps: !" + key + " x\n",
+		"a header set twice":         "api: {http_client: {http_headers: {" + key + ": {values: [c]}, " + key + ": {values: [d]}}}}\napps: [{name: a, app_id: '1', app_key: k}]\n",
+		"a backquote in a value":     "sessions: {max_tracked: !!int 'x`" + key + "'}\napps: [{name: a, app_id: '1', app_key: k}]\n",
 		// prometheus/common's TLS version decoder does not quote it.
 		"tls min_version": "api: {http_client: {tls_config: {min_version: " + key + "}}}\napps: [{name: a, app_id: '1', app_key: k}]\n",
 	} {
@@ -552,6 +558,10 @@ func TestErrorsNeverEchoAMisplacedSecret(t *testing.T) {
 	}
 	_, err := Parse([]byte("apps: [{name: a, app_id: '1', app_key:"+key+"}]\n"), "")
 	assert.EqualError(t, err, "parsing YAML: line 1: field app_key… (a space missing after a colon?) not found in an entry of apps")
+	_, err = Parse([]byte("apps: [{name: a, app_id: '1', app_key: k, appId: '2', name: b}]\n"), "")
+	assert.EqualError(t, err, "parsing YAML: line 1: field (not printed: a setting's name is lowercase letters and _) not found in an entry of apps; line 1: field name already set in an entry of apps")
+	_, err = Parse([]byte("api: {max_concurrency: !!str 5}\napps: [{name: a, app_id: '1', app_key: k}]\n"), "")
+	assert.EqualError(t, err, "parsing YAML: line 1: cannot unmarshal !!str into int", "a standard tag is named")
 }
 
 // A file of http_headers is checked as a key file is, at load and reload.
@@ -626,14 +636,18 @@ func TestSecretValuesAreOneLine(t *testing.T) {
 	}
 	for _, h := range []string{`"X-Tenant Id": {values: [a]}`, `"X-A\nB": {values: [a]}`, `"X-Token ": {values: [a]}`, `"": {values: [a]}`} {
 		_, err := Parse([]byte("api: {http_client: {http_headers: {"+h+"}}}\napps: [{name: a, app_id: '1', app_key: k}]"), "")
-		assert.ErrorContains(t, err, "is not a valid header name", h)
+		assert.ErrorContains(t, err, "api.http_client.http_headers: a header name is not valid", h)
 	}
-	for _, h := range []string{`{X-Gate: ["` + secretMarker + `\u0001"]}`, `{"X Gate": [a]}`} {
+	for h, want := range map[string]string{`{X-Gate: ["` + secretMarker + `\u0001"]}`: `header "X-Gate": a value holds`, `{"X Gate": [a]}`: "a header name is not valid",
+		`{"` + secretMarker + `=": [a]}`: "a header name is not valid"} { // a base64 secret pasted as a name
 		_, err := Parse([]byte("api: {http_client: {proxy_url: 'http://proxy:3128', proxy_connect_header: "+h+"}}\napps: [{name: a, app_id: '1', app_key: k}]"), "")
-		assert.ErrorContains(t, err, "api.http_client.proxy_connect_header: header", h)
+		assert.ErrorContains(t, err, "api.http_client.proxy_connect_header: "+want, h)
 		assert.NotContains(t, fmt.Sprint(err), secretMarker)
 	}
-	_, err := Parse([]byte("api: {http_client: {http_headers: {X-Gate: {values: [\"a\\tb\"], secrets: [\""+secretMarker+"\"]}}}}\napps: [{name: a, app_id: '1', token: \"t\\n\"}]"), "")
+	_, err := Parse([]byte("api: {http_client: {http_headers: {\""+secretMarker+"/=\": {values: [a]}}}}\napps: [{name: a, app_id: '1', app_key: k}]"), "")
+	assert.ErrorContains(t, err, "a header name is not valid")
+	assert.NotContains(t, fmt.Sprint(err), secretMarker, "a base64 secret pasted as a header name")
+	_, err = Parse([]byte("api: {http_client: {http_headers: {X-Gate: {values: [\"a\\tb\"], secrets: [\""+secretMarker+"\"]}}}}\napps: [{name: a, app_id: '1', token: \"t\\n\"}]"), "")
 	assert.NoError(t, err, "a tab, and white space around a credential, are fine")
 
 	tmp := t.TempDir()
