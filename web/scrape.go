@@ -3,13 +3,16 @@ package web
 import (
 	"bytes"
 	"cmp"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -106,17 +109,24 @@ func (s *scraper) handler(all bool) http.HandlerFunc {
 			}
 		}
 		g.col = col
-		// Answers are made in memory, in the encoding the client asks for, so that a client that reads slowly holds no
-		// other scrape's turn.
-		a := &answer{header: w.Header(), code: http.StatusOK}
+		// Answers are made in memory, gzipped, so that a client that reads slowly holds no other scrape's turn.
+		a, req := &answer{header: w.Header(), code: http.StatusOK}, r.Clone(r.Context())
+		req.Header.Set("Accept-Encoding", "gzip")
 		func() {
 			defer g.Release(1) // before the answer is sent, even should promhttp panic
-			g.ServeHTTP(a, r)
+			g.ServeHTTP(a, req)
 		}()
+		body := io.Reader(&a.Buffer)
+		if !acceptsGzip(r.Header) && a.header.Get("Content-Encoding") == "gzip" {
+			if zr, err := gzip.NewReader(&a.Buffer); err == nil {
+				a.header.Del("Content-Encoding")
+				body = zr
+			}
+		}
 		// The answer is ready: a client that does not read it is cut off the write margin later, which frees its slot.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.o.WriteMargin))
 		w.WriteHeader(a.code)
-		_, _ = w.Write(a.Bytes())
+		_, _ = io.Copy(w, body)
 	}
 }
 
@@ -140,6 +150,16 @@ func (s *scraper) collector(ctx context.Context, r *http.Request, all bool) (*co
 		return nil, fmt.Errorf("unknown app %s: not in the configuration", strconv.Quote(names[0][:min(len(names[0]), 64)]))
 	}
 	return col, nil
+}
+
+// acceptsGzip reports whether Accept-Encoding names gzip, with no q-value of 0.
+func acceptsGzip(h http.Header) bool {
+	for _, e := range strings.Split(strings.ToLower(strings.Join(h.Values("Accept-Encoding"), ",")), ",") {
+		if name, q, _ := strings.Cut(strings.ReplaceAll(e, " ", ""), ";q="); name == "gzip" || name == "x-gzip" {
+			return q == "" || strings.Trim(q, "0.") != ""
+		}
+	}
+	return false
 }
 
 // answer is an answer made in memory: its body is the buffer.
