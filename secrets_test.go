@@ -424,7 +424,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 		require.Equal(t, http.StatusOK, code, name)
 		_, body := fetch(t, tr, p, http.MethodGet, "/metrics")
 		assert.Contains(t, body, `duix_up{app="inline-key"} 0`, name)
-		fetch(t, tr, p, http.MethodGet, "/metrics") // after a refusal: a new token
+		fetch(t, tr, p, http.MethodPost, "/-/reload") // the tokens given follow the apps across it
+		fetch(t, tr, p, http.MethodGet, "/metrics")   // after a refusal: a new token
 		fetch(t, tr, p, http.MethodGet, "/probe?app=file-key")
 		fetch(t, tr, p, http.MethodGet, "/")
 	}

@@ -116,7 +116,7 @@ func (s *tokenSource) follow(old *tokenSource) *tokenSource {
 	if old != nil {
 		old.mu.Lock()
 		defer old.mu.Unlock()
-		if s.last = old.last; s.file != nil && old.file != nil && s.file.path == old.file.path && s.file.kind == old.file.kind {
+		if s.last, s.given = old.last, old.given; s.file != nil && old.file != nil && s.file.path == old.file.path && s.file.kind == old.file.kind {
 			s.file.value = old.file.value
 		}
 	}

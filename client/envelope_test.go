@@ -167,14 +167,26 @@ func TestACodeThatEchoesASecretIsLeftOut(t *testing.T) {
 		_, _ = fmt.Fprintf(w, `{"code":%q,"success":false}`, seen[len(seen)-2][len(seen[len(seen)-2])-32:])
 	}))
 	t.Cleanup(srv.Close)
-	c := poolFor(t, srv.URL, config.AuthHeaderAuthorization, fmt.Sprintf("app_key: %q", appKey), "")
-	_, err = c.Concurrency(context.Background())
-	require.Equal(t, client.ReasonAuth, client.Reason(err), "%v", err)
-	_, err = c.Concurrency(context.Background())
-	require.ErrorAs(t, err, &e)
-	assert.Equal(t, client.ReasonAPI, e.Reason)
-	assert.Empty(t, e.Code, "the refused token's end")
-	assert.NotContains(t, err.Error(), seen[0][len(seen[0])-8:])
+	for _, reload := range []bool{false, true} { // a reload in between (a new pool) keeps what was given
+		mu.Lock()
+		seen = nil
+		mu.Unlock()
+		cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\napps: [{name: a, app_id: %q, app_key: %q}]\n", srv.URL, appID, appKey)), "")
+		require.NoError(t, err)
+		pool, err := client.NewPool(cfg, client.PoolOptions{})
+		require.NoError(t, err)
+		_, err = pool.Client("a").Concurrency(context.Background())
+		require.Equal(t, client.ReasonAuth, client.Reason(err), "%v", err)
+		if reload {
+			pool, err = client.NewPool(cfg, client.PoolOptions{Previous: pool})
+			require.NoError(t, err)
+		}
+		_, err = pool.Client("a").Concurrency(context.Background())
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, client.ReasonAPI, e.Reason)
+		assert.Empty(t, e.Code, "the refused token's end (reload %t)", reload)
+		assert.NotContains(t, err.Error(), seen[0][len(seen[0])-8:])
+	}
 }
 
 // A 101 Switching Protocols hands the connection over as the body, which
