@@ -71,22 +71,19 @@ func run(args []string) int {
 	ops := operator.Register(app)
 
 	cmd, err := app.Parse(args)
+	switch {
+	case err != nil:
+	case o.maxProcs < 0:
+		err = fmt.Errorf("--runtime.gomaxprocs must be 0 or more, got %d", o.maxProcs)
+	case o.maxRequests < 0:
+		err = fmt.Errorf("--web.max-requests must be 0 or more, got %d", o.maxRequests)
+	case !strings.HasPrefix(o.telemetryPath, "/") || strings.ContainsAny(o.telemetryPath, " \t{}"): // a path, not a ServeMux pattern
+		err = fmt.Errorf("--web.telemetry-path must be a path such as /metrics, got %.64q", o.telemetryPath)
+	case o.timeoutOffset < 0: // it would lengthen scrapes past the 1 h bound of the header
+		err = fmt.Errorf("--scrape.timeout-offset must be 0 or more, got %s", o.timeoutOffset)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v, try --help\n", exporterName, err)
-		return 2
-	}
-	switch {
-	case o.maxProcs < 0:
-		fmt.Fprintf(os.Stderr, "%s: --runtime.gomaxprocs must be 0 or more, got %d, try --help\n", exporterName, o.maxProcs)
-		return 2
-	case o.maxRequests < 0:
-		fmt.Fprintf(os.Stderr, "%s: --web.max-requests must be 0 or more, got %d, try --help\n", exporterName, o.maxRequests)
-		return 2
-	case !strings.HasPrefix(o.telemetryPath, "/") || strings.ContainsAny(o.telemetryPath, " \t{}"): // a path, not a ServeMux pattern
-		fmt.Fprintf(os.Stderr, "%s: --web.telemetry-path must be a path such as /metrics, got %.64q, try --help\n", exporterName, o.telemetryPath)
-		return 2
-	case o.timeoutOffset < 0: // it would lengthen scrapes past the 1 h bound of the header
-		fmt.Fprintf(os.Stderr, "%s: --scrape.timeout-offset must be 0 or more, got %s, try --help\n", exporterName, o.timeoutOffset)
 		return 2
 	}
 	logger, slogger := newLogger(os.Stderr, o.logLevel, o.logFormat)

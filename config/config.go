@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -123,9 +122,7 @@ type AppJanitor struct {
 }
 
 // UsesKey reports whether the app mints its own tokens from an app key.
-func (a App) UsesKey() bool {
-	return a.AppKey != "" || a.AppKeyFile != ""
-}
+func (a App) UsesKey() bool { return a.AppKey != "" || a.AppKeyFile != "" }
 
 // Load reads and parses the configuration file at path; relative paths in it
 // are resolved against its directory, symbolic links followed.
@@ -134,15 +131,14 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
 	}
-	resolved := path
-	if p, err := filepath.EvalSymlinks(path); err == nil {
-		resolved = p
+	resolved, err := filepath.EvalSymlinks(path) // paths in it are relative to its directory, links followed
+	if err == nil {
+		resolved, err = filepath.Abs(resolved)
 	}
-	dir := filepath.Dir(resolved)
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
+	if err != nil {
+		return nil, fmt.Errorf("reading config file: %w", err)
 	}
-	cfg, err := Parse(data, dir)
+	cfg, err := Parse(data, filepath.Dir(resolved))
 	if err != nil {
 		return nil, fmt.Errorf("config file %q: %w", path, err)
 	}
@@ -284,8 +280,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("janitor.max_stops_per_hour: must be between 1 and 10000, got %d", j.MaxStopsPerHour)
 	case !alertNameRE.MatchString(j.AlertName):
 		return fmt.Errorf("janitor.alert_name: must be an alert name matching %s, got %.64q", alertNameRE, j.AlertName)
-	}
-	if len(c.Apps) == 0 {
+	case len(c.Apps) == 0:
 		return errors.New("at least one app is required")
 	}
 	names, appIDs := make(map[string]int, len(c.Apps)), make(map[string]int, len(c.Apps))
@@ -510,9 +505,8 @@ var (
 	quotedValue = regexp.MustCompile(`:? ?"(?:[^"\\]|\\.)*"`)
 	yamlValue   = regexp.MustCompile(`(cannot unmarshal \S+) .* (into )`)
 	yamlName    = regexp.MustCompile(`(?s)(field|key) (.*) (not found in |already set in )`)
-	settingName = regexp.MustCompile(`^([a-z][a-z_]{0,30}[a-z_0-9]?)($|[: \t\n])`) // and no random string
-	yamlTag     = regexp.MustCompile(`(cannot (?:unmarshal|decode) )(\S*)`)        // a tag may be anything: !KEY, !<KEY>, tag:KEY
-	standardTag = regexp.MustCompile(`^(cannot \w+ )!!(?:str|int|bool|float|null|seq|map|timestamp|binary|merge)$`)
+	settingName = regexp.MustCompile(`^([a-z][a-z_]{0,30}[a-z_0-9]?)($|[: \t\n])`)         // and no random string
+	yamlTag     = regexp.MustCompile(`(cannot (?:unmarshal|decode) )(?:(!![a-z]+ )|\S+ )`) // YAML's own tags; any other may be anything: !KEY, !<KEY>, tag:KEY
 	yamlQuoted  = regexp.MustCompile(`^(yaml: [^']*)'.*'`)
 	backquoted  = regexp.MustCompile("(?s)`.*`")                     // go-yaml's quoting of a value, from the first backquote to the last
 	tlsVersion  = regexp.MustCompile(`(unknown TLS version)(?s:.*)`) // prometheus/common's, unquoted
@@ -544,29 +538,20 @@ func yamlError(err error) error {
 	return fmt.Errorf("parsing YAML: %s", strings.Join(msgs, "; "))
 }
 
-// scrub removes the values and the tags but the standard ones that a YAML error quotes.
+// scrub removes the values and the tags but YAML's own that a YAML error quotes.
 func scrub(m string) string {
-	return yamlTag.ReplaceAllStringFunc(backquoted.ReplaceAllString(m, "(…)"), func(tag string) string {
-		if standardTag.MatchString(tag) {
-			return tag
-		}
-		return yamlTag.ReplaceAllString(tag, "$1(a tag)")
-	})
+	return yamlTag.ReplaceAllString(backquoted.ReplaceAllString(m, "(…)"), "$1$2")
 }
 
 // unknownName names an unknown field or a key set twice only when its name is shaped as a setting's (a secret pasted
 // as a key is not), and of `app_key:KEY` with no space only app_key.
 func unknownName(m string) string {
 	parts := yamlName.FindStringSubmatch(m)
-	name, err := strconv.Unquote(parts[2]) // a key set twice is quoted
-	if err != nil {
-		name = parts[2]
-	}
-	switch p := settingName.FindStringSubmatch(name); {
+	switch p := settingName.FindStringSubmatch(parts[2]); { // a key set twice in a map is quoted: not printed
 	case p == nil:
 		return parts[1] + " (not printed: a setting's name is lowercase letters and _) " + parts[3]
 	case p[2] != "":
 		return parts[1] + " " + p[1] + "… (a space missing after a colon?) " + parts[3]
 	}
-	return parts[1] + " " + name + " " + parts[3]
+	return m
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"sync"
 	"time"
@@ -43,9 +44,7 @@ func NewSafeConfig(reg prometheus.Registerer) *SafeConfig {
 // configuration and the reload gauges record the success. Otherwise the current configuration is kept, the success
 // gauge is set to 0 and the error is logged and returned.
 func (sc *SafeConfig) ReloadConfig(path string, logger log.Logger) error {
-	if logger == nil {
-		logger = log.NewNopLogger()
-	}
+	logger = cmp.Or(logger, log.NewNopLogger())
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 
