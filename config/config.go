@@ -127,13 +127,13 @@ func (a App) UsesKey() bool { return a.AppKey != "" || a.AppKeyFile != "" }
 // Load reads and parses the configuration file at path; relative paths in it
 // are resolved against its directory, symbolic links followed.
 func Load(path string) (*Config, error) {
-	data, err := readRegular(path, MaxConfigFileBytes) // as carefully as a secret file
-	if err != nil {
-		return nil, fmt.Errorf("reading config file: %w", err)
-	}
-	resolved, err := filepath.EvalSymlinks(path) // paths in it are relative to its directory, links followed
+	resolved, err := filepath.EvalSymlinks(path) // first: paths in it are relative to the directory of the file read
 	if err == nil {
 		resolved, err = filepath.Abs(resolved)
+	}
+	var data []byte
+	if err == nil {
+		data, err = readRegular(resolved, MaxConfigFileBytes) // as carefully as a secret file
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
@@ -503,12 +503,10 @@ var yamlTypeNames = strings.NewReplacer(
 // key) and the quoted parts of YAML syntax errors (an alias `*KEY`).
 var (
 	quotedValue = regexp.MustCompile(`:? ?"(?:[^"\\]|\\.)*"`)
-	yamlValue   = regexp.MustCompile(`(cannot unmarshal \S+) .* (into )`)
 	yamlName    = regexp.MustCompile(`(?s)(field|key) (.*) (not found in |already set in )`)
-	settingName = regexp.MustCompile(`^([a-z][a-z_]{0,30}[a-z_0-9]?)($|[: \t\n])`)         // and no random string
-	yamlTag     = regexp.MustCompile(`(cannot (?:unmarshal|decode) )(?:(!![a-z]+ )|\S+ )`) // YAML's own tags; any other may be anything: !KEY, !<KEY>, tag:KEY
-	yamlQuoted  = regexp.MustCompile(`^(yaml: [^']*)'.*'`)
-	backquoted  = regexp.MustCompile("(?s)`.*`")                     // go-yaml's quoting of a value, from the first backquote to the last
+	settingName = regexp.MustCompile(`^([a-z][a-z_]{0,30}[a-z_0-9]?)($|[: \t\n])`) // and no random string
+	yamlWhat    = regexp.MustCompile(`(?s)(cannot (?:unmarshal|decode))(?:( !!(?:str|int|bool|float|null|seq|map|timestamp|binary|merge))(?: \(…\))?|.*) ((?:into|as a) \S*)$`)
+	quoted      = regexp.MustCompile("(?s)[`'].*[`']")               // go-yaml's quoting of a value or a token, from the first quote to the last
 	tlsVersion  = regexp.MustCompile(`(unknown TLS version)(?s:.*)`) // prometheus/common's, unquoted
 	commonPlain = regexp.MustCompile(`in type config\.plain\b`)      // prometheus/common's HTTP client settings
 )
@@ -525,11 +523,11 @@ func locateError(where string, err error) error {
 func yamlError(err error) error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
-		return fmt.Errorf("parsing YAML: %s", scrub(yamlQuoted.ReplaceAllString(err.Error(), "$1(…)")))
+		return fmt.Errorf("parsing YAML: %s", scrub(err.Error()))
 	}
 	msgs := make([]string, min(len(te.Errors), 10), 11) // the first ten, not a line of megabytes
 	for i := range msgs {
-		m := commonPlain.ReplaceAllString(yamlValue.ReplaceAllString(scrub(te.Errors[i]), "$1 $2"), "in api.http_client or a section of it")
+		m := commonPlain.ReplaceAllString(scrub(te.Errors[i]), "in api.http_client or a section of it")
 		msgs[i] = yamlTypeNames.Replace(yamlName.ReplaceAllStringFunc(m, unknownName))
 	}
 	if n := len(te.Errors) - len(msgs); n > 0 {
@@ -538,9 +536,10 @@ func yamlError(err error) error {
 	return fmt.Errorf("parsing YAML: %s", strings.Join(msgs, "; "))
 }
 
-// scrub removes the values and the tags but YAML's own that a YAML error quotes.
+// scrub removes what a YAML error quotes, and a tag but YAML's own: a tag may be anything (!KEY, !<KEY> with escaped
+// spaces, tag:KEY), so all runs to the last " into " or " as a ".
 func scrub(m string) string {
-	return yamlTag.ReplaceAllString(backquoted.ReplaceAllString(m, "(…)"), "$1$2")
+	return yamlWhat.ReplaceAllString(quoted.ReplaceAllString(m, "(…)"), "$1$2 $3")
 }
 
 // unknownName names an unknown field or a key set twice only when its name is shaped as a setting's (a secret pasted
@@ -549,7 +548,7 @@ func unknownName(m string) string {
 	parts := yamlName.FindStringSubmatch(m)
 	switch p := settingName.FindStringSubmatch(parts[2]); { // a key set twice in a map is quoted: not printed
 	case p == nil:
-		return parts[1] + " (not printed: a setting's name is lowercase letters and _) " + parts[3]
+		return parts[1] + " (not printed: only a name shaped as a setting's is, lowercase letters and _) " + parts[3]
 	case p[2] != "":
 		return parts[1] + " " + p[1] + "… (a space missing after a colon?) " + parts[3]
 	}

@@ -509,6 +509,45 @@ func TestLoadMissingFile(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
+// A configuration reached through a link that is swapped meanwhile is read
+// from the file whose directory its relative paths are joined with: never
+// one file's content with the other's directory.
+func TestALinkSwappedWhileLoadingNeverMixesTwoFiles(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"a", "b"} {
+		require.NoError(t, os.Mkdir(filepath.Join(root, d), 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(root, d, "key"+d), []byte("k\n"), 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(root, d, "duix.yml"), []byte("apps: [{name: a, app_id: '1', app_key_file: key"+d+"}]\n"), 0o600))
+	}
+	link := filepath.Join(root, "duix.yml")
+	require.NoError(t, os.Symlink(filepath.Join("a", "duix.yml"), link))
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			tmp := filepath.Join(root, "next")
+			_ = os.Symlink(filepath.Join([]string{"a", "b"}[i%2], "duix.yml"), tmp)
+			_ = os.Rename(tmp, link)
+		}
+	}()
+	for range 3000 {
+		_, err := Load(link)
+		if err != nil {
+			close(stop)
+			<-done
+			require.NoError(t, err)
+		}
+	}
+	close(stop)
+	<-done
+}
+
 func TestUsesKey(t *testing.T) {
 	assert.True(t, App{AppKey: "k"}.UsesKey())
 	assert.True(t, App{AppKeyFile: "f"}.UsesKey())
@@ -546,6 +585,10 @@ func TestErrorsNeverEchoAMisplacedSecret(t *testing.T) {
 		"a tag on a section":         "apps: !" + key + " x\n",
 		"a header set twice":         "api: {http_client: {http_headers: {" + key + ": {values: [c]}, " + key + ": {values: [d]}}}}\napps: [{name: a, app_id: '1', app_key: k}]\n",
 		"a backquote in a value":     "sessions: {max_tracked: !!int 'x`" + key + "'}\napps: [{name: a, app_id: '1', app_key: k}]\n",
+		"an escaped space in a tag":  "sessions: {max_tracked: !x%20" + key + " 5}\napps: [{name: a, app_id: '1', app_key: k}]\n",
+		"escaped blanks, verbatim":   "sessions: {max_tracked: !<x%09" + key + "%0Ay> 5}\napps: [{name: a, app_id: '1', app_key: k}]\n",
+		"a tag with into in it":      "sessions: {max_tracked: !!str%20into%20" + key + " 5}\napps: [{name: a, app_id: '1', app_key: k}]\n",
+		"an escaped space, apps":     "apps: [!x%20" + key + " 5]\n",
 		// prometheus/common's TLS version decoder does not quote it.
 		"tls min_version": "api: {http_client: {tls_config: {min_version: " + key + "}}}\napps: [{name: a, app_id: '1', app_key: k}]\n",
 	} {
@@ -559,9 +602,11 @@ func TestErrorsNeverEchoAMisplacedSecret(t *testing.T) {
 	_, err := Parse([]byte("apps: [{name: a, app_id: '1', app_key:"+key+"}]\n"), "")
 	assert.EqualError(t, err, "parsing YAML: line 1: field app_key… (a space missing after a colon?) not found in an entry of apps")
 	_, err = Parse([]byte("apps: [{name: a, app_id: '1', app_key: k, appId: '2', name: b}]\n"), "")
-	assert.EqualError(t, err, "parsing YAML: line 1: field (not printed: a setting's name is lowercase letters and _) not found in an entry of apps; line 1: field name already set in an entry of apps")
+	assert.EqualError(t, err, "parsing YAML: line 1: field (not printed: only a name shaped as a setting's is, lowercase letters and _) not found in an entry of apps; line 1: field name already set in an entry of apps")
 	_, err = Parse([]byte("api: {max_concurrency: !!str 5}\napps: [{name: a, app_id: '1', app_key: k}]\n"), "")
 	assert.EqualError(t, err, "parsing YAML: line 1: cannot unmarshal !!str into int", "a standard tag is named")
+	_, err = Parse([]byte("api: {max_concurrency: !!secretpasswordxyz 5}\napps: [{name: a, app_id: '1', app_key: k}]\n"), "")
+	assert.EqualError(t, err, "parsing YAML: line 1: cannot unmarshal into int", "another !! tag is not")
 }
 
 // A file of http_headers is checked as a key file is, at load and reload.
