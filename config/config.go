@@ -505,7 +505,7 @@ var (
 	quotedValue = regexp.MustCompile(`:? ?"(?:[^"\\]|\\.)*"`)
 	yamlName    = regexp.MustCompile(`(?s)(field|key) (.*) (not found in |already set in )`)
 	settingName = regexp.MustCompile(`^([a-z][a-z_]{0,30}[a-z_0-9]?)($|[: \t\n])`) // and no random string
-	yamlWhat    = regexp.MustCompile(`(?s)(cannot (?:unmarshal|decode))(?:( !!(?:str|int|bool|float|null|seq|map|timestamp|binary|merge))(?: \(…\))?|.*) ((?:into|as a) \S*)$`)
+	yamlWhat    = regexp.MustCompile(`(?s)(cannot (?:unmarshal|decode))(?:( !!(?:str|int|bool|float|null|seq|map|timestamp|binary|merge))(?: \(…\))?|.*) ((?:into|as a) \S*(?: \{\}\S*)*)$`)
 	quoted      = regexp.MustCompile("(?s)[`'].*[`']")               // go-yaml's quoting of a value or a token, from the first quote to the last
 	tlsVersion  = regexp.MustCompile(`(unknown TLS version)(?s:.*)`) // prometheus/common's, unquoted
 	commonPlain = regexp.MustCompile(`in type config\.plain\b`)      // prometheus/common's HTTP client settings
@@ -537,7 +537,7 @@ func yamlError(err error) error {
 }
 
 // scrub removes what a YAML error quotes, and a tag but YAML's own: a tag may be anything (!KEY, !<KEY> with escaped
-// spaces, tag:KEY), so all runs to the last " into " or " as a ".
+// spaces, tag:KEY), so all runs to the last " into " or " as a ", before a Go type (no spaces but "interface {}").
 func scrub(m string) string {
 	return yamlWhat.ReplaceAllString(quoted.ReplaceAllString(m, "(…)"), "$1$2 $3")
 }

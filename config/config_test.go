@@ -589,6 +589,7 @@ func TestErrorsNeverEchoAMisplacedSecret(t *testing.T) {
 		"escaped blanks, verbatim":   "sessions: {max_tracked: !<x%09" + key + "%0Ay> 5}\napps: [{name: a, app_id: '1', app_key: k}]\n",
 		"a tag with into in it":      "sessions: {max_tracked: !!str%20into%20" + key + " 5}\napps: [{name: a, app_id: '1', app_key: k}]\n",
 		"an escaped space, apps":     "apps: [!x%20" + key + " 5]\n",
+		"a tag into interface {}":    "api: {http_client: {oauth2: {client_id: x, token_url: 'http://a/', claims: !x%20" + key + " 5}}}\napps: [{name: a, app_id: '1', app_key: k}]\n",
 		// prometheus/common's TLS version decoder does not quote it.
 		"tls min_version": "api: {http_client: {tls_config: {min_version: " + key + "}}}\napps: [{name: a, app_id: '1', app_key: k}]\n",
 	} {
