@@ -274,6 +274,7 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 		return env, err
 	}
 	req.Header = http.Header{"Accept": {"application/json"}, "User-Agent": c.p.ua, c.p.auth: {tok}}
+	secrets := []string{tok, earlier} // what a code may not echo (codeOf)
 	for _, h := range c.p.headers {
 		v := h.value
 		if h.ref != "" {
@@ -282,6 +283,7 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 			}
 		}
 		req.Header.Add(h.name, v)
+		secrets = append(secrets, v)
 	}
 	start := time.Now()
 	resp, err := c.p.http.Do(req)
@@ -316,9 +318,9 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 		}
 		switch {
 		case err == nil && env.success:
-			return envelope{code: codeOf(env.code, req.Header, earlier), success: true}, nil
+			return envelope{code: codeOf(env.code, secrets), success: true}, nil
 		case err == nil:
-			e = &Error{Reason: ReasonAPI, Code: codeOf(env.code, req.Header, earlier), detail: "success is false"}
+			e = &Error{Reason: ReasonAPI, Code: codeOf(env.code, secrets), detail: "success is false"}
 		case body.N <= 0:
 			return env, &Error{Reason: ReasonDecode, detail: ErrBodyTooLarge.Error(), err: ErrBodyTooLarge}
 		case isDecodeError(err): // even after the deadline: what was read is no envelope

@@ -141,20 +141,25 @@ func TestACodeThatEchoesASecretIsLeftOut(t *testing.T) {
 			assert.Empty(t, res.Code)
 		})
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = w.Write([]byte(`{"code":"E_TOKEN_EXPIRED.1","success":false}`))
-	}))
-	t.Cleanup(srv.Close)
-	_, err := poolFor(t, srv.URL, config.AuthHeaderToken, fmt.Sprintf("token: %q", staticToken), "").Concurrency(context.Background())
-	var e *client.Error
-	require.ErrorAs(t, err, &e)
-	assert.Equal(t, "E_TOKEN_EXPIRED.1", e.Code, "a code that is no secret's is kept")
+	// A code is compared with the secrets only: one that shares 8 characters with the name of a header, or with a
+	// value that is no secret (Accept, a plain http_headers value), is kept.
+	for _, code := range []string{"E_TOKEN_EXPIRED.1", "application_error", "X-Tenant-unknown", "region-eu-central-1"} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = fmt.Fprintf(w, `{"code":%q,"success":false}`, code)
+		}))
+		t.Cleanup(srv.Close)
+		_, err := poolFor(t, srv.URL, config.AuthHeaderToken, fmt.Sprintf("token: %q", staticToken), fmt.Sprintf(
+			"    http_headers: {X-Tenant: {secrets: [%q]}, X-Region: {values: [region-eu-central-1]}}", headerSecret)).Concurrency(context.Background())
+		var e *client.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, code, e.Code, "a code that is no secret's is kept")
+	}
 
 	// The token given before the call's (the one refused just before), echoed: the end of a minted token's signature
 	// shares nothing with the next token.
 	var mu sync.Mutex
 	var seen []string // the tokens received, in order
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
 		if tok := r.Header.Get("Authorization"); len(seen) == 0 || seen[len(seen)-1] != tok {
@@ -182,6 +187,7 @@ func TestACodeThatEchoesASecretIsLeftOut(t *testing.T) {
 			require.NoError(t, err)
 		}
 		_, err = pool.Client("a").Concurrency(context.Background())
+		var e *client.Error
 		require.ErrorAs(t, err, &e)
 		assert.Equal(t, client.ReasonAPI, e.Reason)
 		assert.Empty(t, e.Code, "the refused token's end (reload %t)", reload)

@@ -3,9 +3,7 @@ package client
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"regexp"
 	"strconv"
@@ -60,13 +58,12 @@ func (e *Error) Unwrap() error { return e.err }
 
 var safeCode = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,32}$`)
 
-// codeOf returns an envelope's code when it looks like one and shares no 8 characters in a row with a header sent or
-// the token given before the call's: a platform that echoes a request cannot put a token or a secret header into an
-// error through it.
-func codeOf(code string, sent http.Header, earlier string) string {
-	code = safeCode.FindString(code)
-	for i := 8; i <= len(code); i++ { // a code of the platform's is short: the headers are printed only for a long one
-		if strings.Contains(fmt.Sprint(sent, earlier), code[i-8:i]) {
+// codeOf returns an envelope's code when it looks like one and shares no 8 characters in a row with a secret sent
+// with the call or the token given before it: a platform that echoes a request cannot put them into an error through it.
+func codeOf(code string, secrets []string) string {
+	code, all := safeCode.FindString(code), strings.Join(secrets, "\n")
+	for i := 8; i <= len(code); i++ {
+		if strings.Contains(all, code[i-8:i]) {
 			return ""
 		}
 	}
