@@ -91,7 +91,6 @@ type tokenSource struct {
 
 	mu      sync.Mutex
 	token   string     // auth and the last token minted
-	given   [2]string  // the last two values given: a code echoing the one before a call's is left out (codeOf)
 	last    *appRecord // shared with the app's sources before and after a reload
 	renewAt time.Time
 }
@@ -116,18 +115,19 @@ func (s *tokenSource) follow(old *tokenSource) *tokenSource {
 	if old != nil {
 		old.mu.Lock()
 		defer old.mu.Unlock()
-		if s.last, s.given = old.last, old.given; s.file != nil && old.file != nil && s.file.path == old.file.path && s.file.kind == old.file.kind {
+		if s.last = old.last; s.file != nil && old.file != nil && s.file.path == old.file.path && s.file.kind == old.file.kind {
 			s.file.value = old.file.value
 		}
 	}
 	return s
 }
 
-// appRecord is what an app's token sources share across reloads: its last
-// token's iat and exp (Unix seconds) and the platform's last Retry-After.
+// appRecord is what an app's token sources share across reloads: its last token's iat and exp (Unix seconds), the
+// last two values given (a code echoing the one before a call's is left out: codeOf), the platform's last Retry-After.
 type appRecord struct {
 	mu         sync.Mutex
 	iat, exp   int64
+	given      [2]string
 	retryAfter time.Time
 }
 
@@ -165,10 +165,12 @@ func (s *tokenSource) get() (string, string, error) {
 }
 
 func (s *tokenSource) give(v string) (string, string, error) {
-	if v != s.given[1] {
-		s.given = [2]string{s.given[1], v}
+	s.last.mu.Lock()
+	defer s.last.mu.Unlock()
+	if v != s.last.given[1] {
+		s.last.given = [2]string{s.last.given[1], v}
 	}
-	return v, s.given[0], nil
+	return v, s.last.given[0], nil
 }
 
 // refused makes the next call mint a new token, reading the file again.

@@ -235,8 +235,7 @@ func (c *Client) StopSession(ctx context.Context, sessionID string) (*StopResult
 	return c.stop(ctx, EndpointStop, url.Values{"uuid": {sessionID}}.Encode())
 }
 
-// StopAllSessions closes every session of the app
-// (GET /distroyCallSessionsByAppId?appId=); its data is returned as it came.
+// StopAllSessions closes every session of the app (GET /distroyCallSessionsByAppId?appId=); its data is returned as it came.
 func (c *Client) StopAllSessions(ctx context.Context) (*StopResult, error) {
 	return c.stop(ctx, EndpointStopAll, c.appQuery)
 }
