@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,8 +27,7 @@ const (
 // ErrBodyTooLarge is the cause of the error of an answer over max_response_bytes.
 var ErrBodyTooLarge = errors.New("answer larger than max_response_bytes")
 
-// Error is every error of a call to the platform. It carries no text of the
-// platform's (body, header value, message): these fields and fixed words only.
+// Error is every error of a call to the platform: these fields and fixed words, no text of the platform's (body, header value, message).
 type Error struct {
 	Endpoint   string        // the endpoint called
 	App        string        // the app's name in the configuration
@@ -61,9 +61,9 @@ var safeCode = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,32}$`)
 // codeOf returns an envelope's code when it looks like one and shares no 8 characters in a row with a secret sent
 // with the call or the token given before it: a platform that echoes a request cannot put them into an error through it.
 func codeOf(code string, secrets []string) string {
-	code, all := safeCode.FindString(code), strings.Join(secrets, "\n")
-	for i := 8; i <= len(code); i++ {
-		if strings.Contains(all, code[i-8:i]) {
+	code = safeCode.FindString(code)
+	for i := 8; i <= len(code); i++ { // a code of the platform's is short: the secrets are looked at only for a long one
+		if slices.ContainsFunc(secrets, func(s string) bool { return strings.Contains(s, code[i-8:i]) }) {
 			return ""
 		}
 	}
