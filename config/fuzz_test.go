@@ -45,7 +45,7 @@ func FuzzParse(f *testing.F) {
 		if a.AuthHeader != config.AuthHeaderAuthorization && a.AuthHeader != config.AuthHeaderToken {
 			t.Fatalf("accepted auth_header %q", a.AuthHeader)
 		}
-		if !strings.HasPrefix(a.BaseURL, "http://") && !strings.HasPrefix(a.BaseURL, "https://") {
+		if u := strings.ToLower(a.BaseURL); !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") { // a scheme's case is free
 			t.Fatalf("accepted base_url %q", a.BaseURL)
 		}
 		names, ids := map[string]bool{}, map[string]bool{}
