@@ -47,6 +47,7 @@ const (
 	secBasicPass  = "SECRETPASS-in-base-url-4e2f"
 	secHTTPBearer = "SECRETBEARER-http-client-8a7b"
 	secProxyPass  = "SECRETPROXY-password-3c9d" // of proxy_url: every call goes through the platform as a proxy
+	secGateway    = "SECRETHEADER-gateway-1b7e" // a secret http_headers value
 	jwtPrefix     = "eyJ"                       // base64 of `{"`: the start of every JWT
 )
 
@@ -97,12 +98,13 @@ const (
 	echoBadData                          // success true, data of the wrong types holding the request: session records, conversation name, concurrency
 	echoCodeTail                         // success false, a code of the credential's last 32 characters (of a code's characters)
 	echoEarlierCode                      // 401 to an app's first credential; then a code of the last 32 characters of the one before the call's
+	echoHeaderCode                       // success false, a code of the secret http_headers value, each letter's case swapped
 )
 
 var echoShapes = map[echoShape]string{
 	echoErrorPage: "error page", echoStatusLine: "status line", echoEnvelopeMessage: "envelope message",
 	echoEnvelope401: "envelope 401", echoBadData: "session records and conversation name", echoCodeTail: "code",
-	echoEarlierCode: "code of an earlier credential",
+	echoEarlierCode: "code of an earlier credential", echoHeaderCode: "code of a secret header",
 }
 
 // echoing is an upstream that echoes everything it receives, in the shape
@@ -144,6 +146,8 @@ func (e *echoing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case echoCodeTail:
 		cred := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") + r.Header.Get("Token")
 		_, _ = fmt.Fprintf(w, `{"code":%q,"success":false,"data":null}`, cred[max(len(cred)-32, 0):])
+	case echoHeaderCode:
+		_, _ = fmt.Fprintf(w, `{"code":%q,"success":false,"data":null}`, swapCase(r.Header.Get("X-Gateway-Key")))
 	case echoEarlierCode:
 		cred, app := r.Header.Get("Authorization")+r.Header.Get("Token"), r.URL.Query().Get("appId")
 		e.mu.Lock()
@@ -261,6 +265,9 @@ func (e *secretsEnv) config(extra string) string {
   base_url: %q
 `+apiTimeout+`  http_client:
     proxy_url: "http://proxyuser:`+secProxyPass+`@`+u.Host+`"
+    http_headers:
+      X-Gateway-Key:
+        secrets: ["`+secGateway+`"]
 apps:
   - name: inline-key
     app_id: "2001"
@@ -304,8 +311,8 @@ func (e *secretsEnv) badConfigs() map[string]string {
 		"missing key file":        e.config("  - name: nofile\n    app_id: \"2009\"\n    app_key_file: no-such.key\n"),
 		"credentials in base_url": strings.Replace(good, "base_url: \"http://", "base_url: \"http://user:"+secBasicPass+"@", 1),
 		"bearer in http_client":   strings.Replace(good, "  http_client:\n", "  http_client:\n    bearer_token: "+secHTTPBearer+"\n", 1),
-		"authorization header in http_client": strings.Replace(good, "  http_client:\n",
-			"  http_client:\n    http_headers:\n      Authorization:\n        secrets: [\"Bearer "+secHTTPBearer+"\"]\n", 1),
+		"authorization header in http_client": strings.Replace(good, "    http_headers:\n",
+			"    http_headers:\n      Authorization:\n        secrets: [\"Bearer "+secHTTPBearer+"\"]\n", 1),
 		"bad indentation": strings.Replace(good, "    app_key: "+secInlineKey, "   app_key: "+secInlineKey, 1),
 		"tab":             strings.Replace(good, "    app_key: "+secInlineKey, "\tapp_key: "+secInlineKey, 1),
 	}
@@ -458,6 +465,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		secInlineKey: "inline app_key", secFileKey: "app_key_file content", secStaticKey: "key of the ready-made tokens",
 		secBadToken: "inline token", e.staticTok: "inline JWT token", e.fileTok: "token_file content",
 		secBasicPass: "password in base_url", secHTTPBearer: "http_client credential", secProxyPass: "proxy_url password",
+		secGateway: "secret http_headers value", swapCase(secGateway): "secret http_headers value, case swapped",
 		base64.StdEncoding.EncodeToString([]byte("proxyuser:" + secProxyPass)): "Proxy-Authorization",
 	}
 	captured := e.rec.list()
@@ -466,7 +474,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		secrets[tok] = fmt.Sprintf("token %d received by the platform", i)
 	}
 	// Distinctive parts too, in case a value is cut or quoted.
-	for _, s := range []string{secInlineKey, secFileKey, secStaticKey, secBadToken, secBasicPass, secHTTPBearer, secProxyPass} {
+	for _, s := range []string{secInlineKey, secFileKey, secStaticKey, secBadToken, secBasicPass, secHTTPBearer, secProxyPass, secGateway} {
 		secrets[s[len(s)-10:]] = "end of a secret"
 	}
 	for _, tok := range captured {
@@ -566,4 +574,14 @@ func excerpt(text, s string) string {
 	i := strings.Index(text, s)
 	from, to := max(i-200, 0), min(i+len(s)+200, len(text))
 	return text[from:to]
+}
+
+// swapCase swaps the case of every ASCII letter of s.
+func swapCase(s string) string {
+	return strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' {
+			return r ^ 0x20
+		}
+		return r
+	}, s)
 }

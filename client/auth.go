@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,8 +24,7 @@ const (
 	SecretTLS    = "tls"    // ca_file, cert_file or key_file of api.http_client.tls_config
 )
 
-// SecretFileHook is told when a changed key, token, header or TLS file is refused (not a
-// regular file, too large, empty, more than one line, unreadable, gone); err never holds its content.
+// SecretFileHook is told when a changed secret file is refused (config.ReadSecretFile, or gone); err never holds its content.
 type SecretFileHook func(kind, path string, err error)
 
 // secretFile is a key, token, header or TLS file, looked at once a minute and read again when it changed, or at once
@@ -95,8 +95,8 @@ type tokenSource struct {
 	renewAt time.Time
 }
 
-func newTokenSource(app config.App, auth string, now func() time.Time, hook SecretFileHook) *tokenSource {
-	s := &tokenSource{appID: app.AppID, auth: auth, last: &appRecord{}, ttl: time.Duration(app.TokenTTL), now: now, mint: app.UsesKey(), fixed: strings.TrimSpace(string(app.AppKey + app.Token))}
+func newTokenSource(app config.App, auth string, last *appRecord, now func() time.Time, hook SecretFileHook) *tokenSource {
+	s := &tokenSource{appID: app.AppID, auth: auth, last: last, ttl: time.Duration(app.TokenTTL), now: now, mint: app.UsesKey(), fixed: strings.TrimSpace(string(app.AppKey + app.Token))}
 	if s.ttl <= 0 {
 		s.ttl = time.Duration(config.DefaultTokenTTL)
 	}
@@ -108,43 +108,43 @@ func newTokenSource(app config.App, auth string, now func() time.Time, hook Secr
 	return s
 }
 
-// follow makes s the successor of old, the app's source in the pool s's replaces (nil: none): one record of the app's
-// last token for both, so that neither mints a refused token again, and old's last good value of the same file, kept
-// should the file no longer be good.
+// follow makes s the successor of old, the app's source in the pool s's replaces (nil: none): old's last good value
+// of the same file is kept should the file no longer be good.
 func (s *tokenSource) follow(old *tokenSource) *tokenSource {
 	if old != nil {
 		old.mu.Lock()
 		defer old.mu.Unlock()
-		if s.last = old.last; s.file != nil && old.file != nil && s.file.path == old.file.path && s.file.kind == old.file.kind {
+		if s.file != nil && old.file != nil && s.file.path == old.file.path && s.file.kind == old.file.kind {
 			s.file.value = old.file.value
 		}
 	}
 	return s
 }
 
-// appRecord is what an app's token sources share across reloads: its last token's iat and exp (Unix seconds), the
-// last two values given (a code echoing the one before a call's is left out: codeOf), the platform's last Retry-After.
+// appRecord is what an app's token sources share across reloads, by app_id, the app dropped and added back too: its
+// last token's iat and exp (Unix seconds), so that none mints a refused token again; the last values given, newest
+// last (a code echoing one is left out: codeOf); the platform's last Retry-After.
 type appRecord struct {
 	mu         sync.Mutex
 	iat, exp   int64
-	given      [2]string
+	given      [4]string
 	retryAfter time.Time
 }
 
-// get returns the value of the token's header, and the value given before it.
-func (s *tokenSource) get() (string, string, error) {
+// get returns the value of the token's header, and the last values given, it included.
+func (s *tokenSource) get() (string, []string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now, secret, changed := s.now(), s.fixed, false
 	if s.file != nil {
 		var err error
 		if secret, changed, err = s.file.read(now); secret == "" {
-			return "", "", &Error{Reason: ReasonAuth, detail: "no usable " + s.file.kind + " file", err: err}
+			return "", nil, &Error{Reason: ReasonAuth, detail: "no usable " + s.file.kind + " file", err: err}
 		}
 	}
 	switch {
 	case len(secret) == 0:
-		return "", "", &Error{Reason: ReasonAuth, detail: "no credential"}
+		return "", nil, &Error{Reason: ReasonAuth, detail: "no credential"}
 	case !s.mint:
 		return s.give(s.auth + secret)
 	case s.token == "" || changed || !now.Before(s.renewAt):
@@ -157,20 +157,20 @@ func (s *tokenSource) get() (string, string, error) {
 		s.last.mu.Unlock()
 		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"appId": s.appID, "iat": now.Unix(), "exp": exp}).SignedString([]byte(secret))
 		if err != nil {
-			return "", "", &Error{Reason: ReasonAuth, detail: "signing the token failed"}
+			return "", nil, &Error{Reason: ReasonAuth, detail: "signing the token failed"}
 		}
 		s.token, s.renewAt = s.auth+tok, time.Unix(exp, 0).Add(-min(s.ttl/5, 5*time.Minute))
 	}
 	return s.give(s.token)
 }
 
-func (s *tokenSource) give(v string) (string, string, error) {
+func (s *tokenSource) give(v string) (string, []string, error) {
 	s.last.mu.Lock()
 	defer s.last.mu.Unlock()
-	if v != s.last.given[1] {
-		s.last.given = [2]string{s.last.given[1], v}
+	if g := &s.last.given; !slices.Contains(g[:], v) {
+		*g = [4]string{g[1], g[2], g[3], v}
 	}
-	return v, s.last.given[0], nil
+	return v, slices.Clone(s.last.given[:]), nil
 }
 
 // refused makes the next call mint a new token, reading the file again.
@@ -217,8 +217,7 @@ func (f *files) Fetch(_ context.Context, ref string) (string, error) {
 	return v, err
 }
 
-// refused makes the next call read the header files again (not the TLS
-// files: they hold no credential of the platform's).
+// refused makes the next call read the header files again (not the TLS files: they hold no credential of the platform's).
 func (f *files) refused() {
 	f.mu.Lock()
 	defer f.mu.Unlock()

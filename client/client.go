@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -55,6 +56,7 @@ type Pool struct {
 	metrics  *Metrics
 	now      func() time.Time
 	clients  map[string]*Client
+	records  map[string]*appRecord // by app_id, of every app configured since the first pool
 	mu       sync.Mutex
 	inFlight int // calls begun and not ended
 	closed   bool
@@ -68,7 +70,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	}
 	p := &Pool{base: base, baseURL: cfg.API.BaseURL, auth: "Authorization", ua: []string{opts.UserAgent},
 		timeout: time.Duration(cfg.API.Timeout), maxBytes: cfg.API.MaxResponseBytes, metrics: cmp.Or(opts.Metrics, NewMetrics(nil)), now: opts.Now,
-		clients: make(map[string]*Client, len(cfg.Apps))}
+		clients: make(map[string]*Client, len(cfg.Apps)), records: map[string]*appRecord{}}
 	if p.now == nil {
 		p.now = time.Now
 	}
@@ -132,12 +134,14 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	}
 	prev := map[string]*tokenSource{} // by app_id: what a reload follows
 	if opts.Previous != nil {
+		maps.Copy(p.records, opts.Previous.records)
 		for _, c := range opts.Previous.clients {
 			prev[c.tokens.appID] = c.tokens
 		}
 	}
 	for _, app := range cfg.Apps {
-		tokens := newTokenSource(app, prefix, p.now, hook).follow(prev[app.AppID])
+		p.records[app.AppID] = cmp.Or(p.records[app.AppID], &appRecord{})
+		tokens := newTokenSource(app, prefix, p.records[app.AppID], p.now, hook).follow(prev[app.AppID])
 		tokens.file.start(p.now())
 		p.clients[app.Name] = &Client{p: p, name: app.Name, appQuery: url.Values{"appId": {app.AppID}}.Encode(), tokens: tokens}
 	}
@@ -268,12 +272,11 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 	if err != nil {
 		return env, transportError(err)
 	}
-	tok, earlier, err := c.tokens.get()
+	tok, secrets, err := c.tokens.get() // secrets: what a code may not echo (codeOf)
 	if err != nil {
 		return env, err
 	}
 	req.Header = http.Header{"Accept": {"application/json"}, "User-Agent": c.p.ua, c.p.auth: {tok}}
-	secrets := []string{tok, earlier} // what a code may not echo (codeOf)
 	for _, h := range c.p.headers {
 		v := h.value
 		if h.ref != "" {

@@ -4,9 +4,14 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -118,6 +123,8 @@ func TestACodeThatEchoesASecretIsLeftOut(t *testing.T) {
 		"token tail":  func(r *http.Request) string { return "x" + r.Header.Get("Token")[len(staticToken)-9:] },
 		"header":      func(r *http.Request) string { return r.Header.Get("X-Tenant") },
 		"header part": func(r *http.Request) string { return "E.1-" + r.Header.Get("X-Tenant")[4:12] + "-9" },
+		"upper case":  func(r *http.Request) string { return strings.ToUpper(r.Header.Get("Token")) },
+		"header file": func(r *http.Request) string { return r.Header.Get("X-File") },
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -125,8 +132,10 @@ func TestACodeThatEchoesASecretIsLeftOut(t *testing.T) {
 				_, _ = fmt.Fprintf(w, `{"code":%q,"success":%t,"data":null}`, echo(r), success)
 			}))
 			t.Cleanup(srv.Close)
+			file := filepath.Join(t.TempDir(), "header")
+			require.NoError(t, os.WriteFile(file, []byte(" file-SECRET-9876543210\n"), 0o600))
 			c := poolFor(t, srv.URL, config.AuthHeaderToken, fmt.Sprintf("token: %q", staticToken),
-				fmt.Sprintf("    http_headers: {X-Tenant: {secrets: [%q]}}", headerSecret))
+				fmt.Sprintf("    http_headers: {X-Tenant: {secrets: [%q]}, X-File: {files: [%q]}}", headerSecret, file))
 			_, err := c.Concurrency(context.Background())
 			var e *client.Error
 			require.ErrorAs(t, err, &e)
@@ -237,4 +246,109 @@ func TestA101AnswerEndsTheCall(t *testing.T) {
 	case <-time.After(time.Minute): // a guard against a hang: the connection is held until the test ends
 		t.Fatal("a 101 answer held the call")
 	}
+}
+
+// tokenEcho is a platform that records the credentials it receives, in order, and answers every call alike.
+type tokenEcho struct {
+	mu   sync.Mutex
+	seen []string
+	body string
+	*httptest.Server
+}
+
+func newTokenEcho(t *testing.T) *tokenEcho {
+	e := &tokenEcho{}
+	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.seen = append(e.seen, r.Header.Get("Authorization")+r.Header.Get("Token"))
+		_, _ = io.WriteString(w, e.body)
+	}))
+	t.Cleanup(e.Close)
+	return e
+}
+
+// answer sets the envelope's code and success; a code "echo N" is the last 32 characters of the Nth credential.
+func (e *tokenEcho) answer(code string, success bool) {
+	if n, ok := strings.CutPrefix(code, "echo "); ok {
+		i, _ := strconv.Atoi(n)
+		code = e.got()[i][len(e.got()[i])-32:]
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.body = fmt.Sprintf(`{"code":%q,"success":%t,"data":{"totalConcurrentNumber":1,"userConcurrentNumber":0}}`, code, success)
+}
+
+func (e *tokenEcho) got() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.seen)
+}
+
+// Across reloads, a code that echoes a token the app gave before the call's is left out, whichever pool gave it: a
+// scrape of the old pool still under way, an app dropped and added back, a change of auth_header. An app dropped and
+// added back never mints its refused token again, and a 429 still holds.
+func TestTokensGivenAcrossReloadsStayOutOfCodes(t *testing.T) {
+	now := func() time.Time { return time.Unix(1_800_000_000, 0) } // every token minted in the same second
+	pool := func(e *tokenEcho, prev *client.Pool, apps ...string) *client.Pool {
+		cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\napps: [%s]\n", e.URL, strings.Join(apps, ", "))), "")
+		require.NoError(t, err)
+		p, err := client.NewPool(cfg, client.PoolOptions{Previous: prev, Now: now})
+		require.NoError(t, err)
+		return p
+	}
+	call := func(p *client.Pool) error { _, err := p.Client("a").Concurrency(context.Background()); return err }
+	echoed := func(e *tokenEcho, p *client.Pool, i int) {
+		t.Helper()
+		e.answer(fmt.Sprint("echo ", i), false)
+		err := call(p)
+		require.Equal(t, client.ReasonAPI, client.Reason(err), "%v", err)
+		assert.NotContains(t, err.Error(), e.got()[i][len(e.got()[i])-8:], "credential %d", i)
+	}
+	minted, other := fmt.Sprintf("{name: a, app_id: %q, app_key: %q}", appID, appKey), "{name: b, app_id: other, token: other-token}"
+	file := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(file, []byte("REFUSED-token-abcdefghijklmnopqrs"), 0o600))
+	fromFile := func(header string) string {
+		return fmt.Sprintf("api: {base_url: %%q, auth_header: %s}\napps: [{name: a, app_id: %q, token_file: %q}]\n", header, appID, file)
+	}
+
+	// The old pool gives R (refused), then A; the new pool gives B; then the old pool's scrape calls again with A.
+	e := newTokenEcho(t)
+	old := pool(e, nil, minted)
+	e.answer("401", false)
+	require.Equal(t, client.ReasonAuth, client.Reason(call(old)))
+	e.answer("0", true)
+	require.NoError(t, call(old))
+	require.NoError(t, call(pool(e, old, minted)))
+	echoed(e, old, 0)
+
+	// Dropped and added back: the refused token is still known and not minted again; then a 429 holds.
+	e = newTokenEcho(t)
+	p1 := pool(e, nil, minted, other)
+	e.answer("401", false)
+	require.Equal(t, client.ReasonAuth, client.Reason(call(p1)))
+	p3 := pool(e, pool(e, p1, other), minted, other)
+	echoed(e, p3, 0)
+	assert.NotEqual(t, e.got()[0], e.got()[1], "a refused token is never minted again")
+	e.answer("429", false)
+	require.Equal(t, client.ReasonRateLimited, client.Reason(call(p3)))
+	assert.False(t, pool(e, pool(e, p3, other), minted, other).Client("a").RetryAfter().IsZero(), "the 429 holds")
+
+	// A ready-made token refused, the file rewritten, then auth_header changed: Bearer N and N are two values given.
+	e = newTokenEcho(t)
+	parse := func(header string) *config.Config {
+		cfg, err := config.Parse([]byte(fmt.Sprintf(fromFile(header), e.URL)), "")
+		require.NoError(t, err)
+		return cfg
+	}
+	p1, err := client.NewPool(parse(config.AuthHeaderAuthorization), client.PoolOptions{})
+	require.NoError(t, err)
+	e.answer("401", false)
+	require.Equal(t, client.ReasonAuth, client.Reason(call(p1)))
+	require.NoError(t, os.WriteFile(file, []byte("NEW-token-ZYXWVUTSRQPONMLKJIHGFEDCBA"), 0o600))
+	e.answer("0", true)
+	require.NoError(t, call(p1))
+	p2, err := client.NewPool(parse(config.AuthHeaderToken), client.PoolOptions{Previous: p1})
+	require.NoError(t, err)
+	echoed(e, p2, 0)
 }

@@ -58,12 +58,12 @@ func (e *Error) Unwrap() error { return e.err }
 
 var safeCode = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,32}$`)
 
-// codeOf returns an envelope's code when it looks like one and shares no 8 characters in a row with a secret sent
-// with the call or the token given before it: a platform that echoes a request cannot put them into an error through it.
+// codeOf returns an envelope's code when it looks like one and shares no 8 characters in a row, in any case, with a
+// secret (sent with the call, or a token given before): a platform that echoes a request cannot put them into an error.
 func codeOf(code string, secrets []string) string {
 	code = safeCode.FindString(code)
 	for i := 8; i <= len(code); i++ { // a code of the platform's is short: the secrets are looked at only for a long one
-		if slices.ContainsFunc(secrets, func(s string) bool { return strings.Contains(s, code[i-8:i]) }) {
+		if slices.ContainsFunc(secrets, func(s string) bool { return strings.Contains(strings.ToLower(s), strings.ToLower(code[i-8:i])) }) {
 			return ""
 		}
 	}

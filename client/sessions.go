@@ -16,8 +16,7 @@ type SessionOptions struct {
 	KeepRaw bool // keep each record's JSON in Session.Raw
 }
 
-// EachSession hands the app's active sessions (GET /getconcurrentList?appId=)
-// to fn as they are decoded, never holding the list. fn's error is returned as is.
+// EachSession hands fn the app's sessions (GET /getconcurrentList?appId=) as they are decoded; fn's error is returned as is.
 func (c *Client) EachSession(ctx context.Context, opts SessionOptions, fn func(Session) error) error {
 	var fnErr error
 	_, err := c.call(ctx, EndpointSessions, c.appQuery, func(dec *json.Decoder) error {
@@ -100,8 +99,7 @@ func decodeSessionArray(dec *json.Decoder, opts SessionOptions, fn func(Session)
 	return err
 }
 
-// sessionRecord is a session ID, or an object with uuid, sessionId or id
-// (the first set), conversationId and startTime (ms); other fields are ignored.
+// sessionRecord is a session ID, or an object with uuid, sessionId or id (the first set), conversationId and startTime (ms).
 type sessionRecord struct {
 	keepRaw bool
 	s       Session
