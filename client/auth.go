@@ -96,10 +96,7 @@ type tokenSource struct {
 }
 
 func newTokenSource(app config.App, auth string, last *appRecord, now func() time.Time, hook SecretFileHook) *tokenSource {
-	s := &tokenSource{appID: app.AppID, auth: auth, last: last, ttl: time.Duration(app.TokenTTL), now: now, mint: app.UsesKey(), fixed: strings.TrimSpace(string(app.AppKey + app.Token))}
-	if s.ttl <= 0 {
-		s.ttl = time.Duration(config.DefaultTokenTTL)
-	}
+	s := &tokenSource{appID: app.AppID, auth: auth, last: last, ttl: time.Duration(cmp.Or(app.TokenTTL, config.DefaultTokenTTL)), now: now, mint: app.UsesKey(), fixed: strings.TrimSpace(string(app.AppKey + app.Token))}
 	if app.AppKeyFile != "" {
 		s.file = &secretFile{path: app.AppKeyFile, kind: SecretKey, hook: hook}
 	} else if app.TokenFile != "" {
@@ -121,9 +118,9 @@ func (s *tokenSource) follow(old *tokenSource) *tokenSource {
 	return s
 }
 
-// appRecord is what an app's token sources share across reloads, by app_id, the app dropped and added back too: its
-// last token's iat and exp (Unix seconds), so that none mints a refused token again; the last values given, newest
-// last (a code echoing one is left out: codeOf); the platform's last Retry-After.
+// appRecord is what an app's token sources share across reloads, by base_url and app_id, the app dropped and added back
+// too: its last token's iat and exp (Unix seconds), so that none mints a refused token again; the last four distinct
+// values given, the last given last (a code echoing one is left out: codeOf); the platform's last Retry-After.
 type appRecord struct {
 	mu         sync.Mutex
 	iat, exp   int64
@@ -167,9 +164,8 @@ func (s *tokenSource) get() (string, []string, error) {
 func (s *tokenSource) give(v string) (string, []string, error) {
 	s.last.mu.Lock()
 	defer s.last.mu.Unlock()
-	if g := &s.last.given; !slices.Contains(g[:], v) {
-		*g = [4]string{g[1], g[2], g[3], v}
-	}
+	h := append(slices.DeleteFunc(s.last.given[:], func(g string) bool { return g == v }), v) // the newest last, v included
+	copy(s.last.given[:], h[len(h)-4:])
 	return v, slices.Clone(s.last.given[:]), nil
 }
 

@@ -56,7 +56,7 @@ type Pool struct {
 	metrics  *Metrics
 	now      func() time.Time
 	clients  map[string]*Client
-	records  map[string]*appRecord // by app_id, of every app configured since the first pool
+	records  map[string]*appRecord // by base_url and app_id, of every app configured since the first pool
 	mu       sync.Mutex
 	inFlight int // calls begun and not ended
 	closed   bool
@@ -140,8 +140,9 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		}
 	}
 	for _, app := range cfg.Apps {
-		p.records[app.AppID] = cmp.Or(p.records[app.AppID], &appRecord{})
-		tokens := newTokenSource(app, prefix, p.records[app.AppID], p.now, hook).follow(prev[app.AppID])
+		rec := cfg.API.BaseURL + " " + app.AppID // a Retry-After is the platform's
+		p.records[rec] = cmp.Or(p.records[rec], &appRecord{})
+		tokens := newTokenSource(app, prefix, p.records[rec], p.now, hook).follow(prev[app.AppID])
 		tokens.file.start(p.now())
 		p.clients[app.Name] = &Client{p: p, name: app.Name, appQuery: url.Values{"appId": {app.AppID}}.Encode(), tokens: tokens}
 	}

@@ -286,8 +286,8 @@ func (e *tokenEcho) got() []string {
 }
 
 // Across reloads, a code that echoes a token the app gave before the call's is left out, whichever pool gave it: a
-// scrape of the old pool still under way, an app dropped and added back, a change of auth_header. An app dropped and
-// added back never mints its refused token again, and a 429 still holds.
+// scrape of the old pool still under way, an app dropped and added back, a change of auth_header, a token given again.
+// An app dropped and added back never mints its refused token again, and a 429 still holds, on the same platform.
 func TestTokensGivenAcrossReloadsStayOutOfCodes(t *testing.T) {
 	now := func() time.Time { return time.Unix(1_800_000_000, 0) } // every token minted in the same second
 	pool := func(e *tokenEcho, prev *client.Pool, apps ...string) *client.Pool {
@@ -333,6 +333,22 @@ func TestTokensGivenAcrossReloadsStayOutOfCodes(t *testing.T) {
 	e.answer("429", false)
 	require.Equal(t, client.ReasonRateLimited, client.Reason(call(p3)))
 	assert.False(t, pool(e, pool(e, p3, other), minted, other).Client("a").RetryAfter().IsZero(), "the 429 holds")
+	assert.True(t, pool(newTokenEcho(t), p3, minted).Client("a").RetryAfter().IsZero(), "not on another platform")
+
+	// Ready-made tokens T1 to T4 by reloads, T1 again (refused), then T5: T1 was given just before it.
+	e = newTokenEcho(t)
+	e.answer("0", true)
+	ready := func(n int) string {
+		return fmt.Sprintf("{name: a, app_id: %q, token: ready-%d-%s}", appID, n, strings.Repeat(string(rune('a'+n)), 30))
+	}
+	var p *client.Pool
+	for i, n := range []int{1, 2, 3, 4, 1} {
+		if p = pool(e, p, ready(n)); i == 4 {
+			e.answer("401", false)
+		}
+		_ = call(p)
+	}
+	echoed(e, pool(e, p, ready(5)), 4)
 
 	// A ready-made token refused, the file rewritten, then auth_header changed: Bearer N and N are two values given.
 	e = newTokenEcho(t)
