@@ -118,7 +118,7 @@ func (s *tokenSource) follow(old *tokenSource) *tokenSource {
 	return s
 }
 
-// appRecord is what an app's token sources share across reloads, by base_url and app_id, the app dropped and added back
+// appRecord is what an app's token sources share across reloads, by platform and app_id, the app dropped and added back
 // too: its last token's iat and exp (Unix seconds), so that none mints a refused token again; the last four distinct
 // values given, the last given last (a code echoing one is left out: codeOf); the platform's last Retry-After.
 type appRecord struct {
@@ -179,12 +179,10 @@ func (s *tokenSource) refused() {
 	}
 }
 
-// sameOrigin reports whether a and b have the same scheme, host and port.
-func sameOrigin(a, b *url.URL) bool {
-	port := func(u *url.URL) string {
-		return cmp.Or(u.Port(), map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)])
-	}
-	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+// origin is u's scheme, host and port, in lower case, the port given or the scheme's: one for every spelling of one origin.
+func origin(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	return scheme + " " + strings.ToLower(u.Hostname()) + " " + cmp.Or(u.Port(), map[string]string{"http": "80", "https": "443"}[scheme])
 }
 
 // header is a secret value of http_headers, or its file's reference in files.

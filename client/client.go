@@ -56,7 +56,7 @@ type Pool struct {
 	metrics  *Metrics
 	now      func() time.Time
 	clients  map[string]*Client
-	records  map[string]*appRecord // by base_url and app_id, of every app configured since the first pool
+	records  map[[2]string]*appRecord // by platform (base_url's origin and path) and app_id, of every app configured since the first pool
 	mu       sync.Mutex
 	inFlight int // calls begun and not ended
 	closed   bool
@@ -70,7 +70,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	}
 	p := &Pool{base: base, baseURL: cfg.API.BaseURL, auth: "Authorization", ua: []string{opts.UserAgent},
 		timeout: time.Duration(cfg.API.Timeout), maxBytes: cfg.API.MaxResponseBytes, metrics: cmp.Or(opts.Metrics, NewMetrics(nil)), now: opts.Now,
-		clients: make(map[string]*Client, len(cfg.Apps)), records: map[string]*appRecord{}}
+		clients: make(map[string]*Client, len(cfg.Apps)), records: map[[2]string]*appRecord{}}
 	if p.now == nil {
 		p.now = time.Now
 	}
@@ -118,7 +118,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	}
 	follow := p.http.CheckRedirect
 	p.http.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if !sameOrigin(req.URL, base) || slices.ContainsFunc(via, func(r *http.Request) bool { return !sameOrigin(r.URL, base) }) {
+		if origin(req.URL) != origin(base) || slices.ContainsFunc(via, func(r *http.Request) bool { return origin(r.URL) != origin(base) }) {
 			req.Header.Del(p.auth) // never past base_url's origin, nor back: net/http would only drop Authorization for another host
 			for _, h := range p.headers {
 				req.Header.Del(h.name)
@@ -140,7 +140,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		}
 	}
 	for _, app := range cfg.Apps {
-		rec := cfg.API.BaseURL + " " + app.AppID // a Retry-After is the platform's
+		rec := [2]string{origin(base) + base.Path, app.AppID} // a Retry-After is the platform's
 		p.records[rec] = cmp.Or(p.records[rec], &appRecord{})
 		tokens := newTokenSource(app, prefix, p.records[rec], p.now, hook).follow(prev[app.AppID])
 		tokens.file.start(p.now())

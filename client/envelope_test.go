@@ -335,6 +335,15 @@ func TestTokensGivenAcrossReloadsStayOutOfCodes(t *testing.T) {
 	assert.False(t, pool(e, pool(e, p3, other), minted, other).Client("a").RetryAfter().IsZero(), "the 429 holds")
 	assert.True(t, pool(newTokenEcho(t), p3, minted).Client("a").RetryAfter().IsZero(), "not on another platform")
 
+	// The same platform spelled another way (the scheme's case) after the reload: one record.
+	e = newTokenEcho(t)
+	p1 = pool(e, nil, minted)
+	e.answer("401", false)
+	require.Equal(t, client.ReasonAuth, client.Reason(call(p1)))
+	e.URL = "HTTP" + strings.TrimPrefix(e.URL, "http")
+	echoed(e, pool(e, p1, minted), 0)
+	assert.NotEqual(t, e.got()[0], e.got()[1], "a refused token is never minted again")
+
 	// Ready-made tokens T1 to T4 by reloads, T1 again (refused), then T5: T1 was given just before it.
 	e = newTokenEcho(t)
 	e.answer("0", true)
