@@ -54,14 +54,15 @@ func (d *deadlineRecorder) Write(p []byte) (int, error) {
 
 // A scrape's answer, made in memory, must be written within the write
 // margin once it is ready, whatever scrape timeout the request asks for: a
-// client that does not read is cut off then, which frees its slot.
+// client that does not read is cut off then, which frees its slot. So must
+// the landing page, which holds every app's status while it is written.
 func TestAnAnswerMustBeWrittenWithinTheMarginOnceReady(t *testing.T) {
 	p := startPlatform(t)
 	const margin = 3 * time.Second
 	h, err := NewHandler(newTestExporter(t, p), NewRegistries(), func() error { return nil },
 		Options{TelemetryPath: "/metrics", TimeoutOffset: 500 * time.Millisecond, WriteMargin: margin})
 	require.NoError(t, err)
-	for _, path := range []string{"/metrics", "/probe?app=museum-guide"} {
+	for _, path := range []string{"/metrics", "/probe?app=museum-guide", "/"} {
 		for _, timeout := range []string{"5", "3600", ""} {
 			rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
 			req := httptest.NewRequest(http.MethodGet, path, nil)

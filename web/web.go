@@ -119,6 +119,7 @@ var landingTemplate = template.Must(template.New("landing").Parse(landingHTML))
 func landingPage(w http.ResponseWriter, o Options, apps []collector.Status) {
 	w.Header().Set("Content-Type", "text/html; charset=UTF-8")
 	w.Header().Set("Cache-Control", "no-store")
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(o.WriteMargin)) // a client that does not read is cut off
 	_ = landingTemplate.Execute(w, map[string]any{"Version": version.Info(), "TelemetryPath": o.TelemetryPath,
 		"Now": time.Now(), "Apps": apps, "Janitor": o.Janitor}) // fails only when the client has left
 }
