@@ -123,7 +123,7 @@ func (st *appState) metrics(r *result, now time.Time) []prometheus.Metric {
 		add(sessionsStartedDesc, prometheus.CounterValue, float64(l.started))
 		add(sessionsEndedDesc, prometheus.CounterValue, float64(l.ended))
 		add(sessionSecondsDesc, prometheus.CounterValue, l.seconds)
-		if l.baseline {
+		if l.baseline && r.perConv != nil { // not while the list fails: its sessions may have ended
 			gauge(oldestSessionAgeDesc, l.oldestAge(now))
 		}
 		add(sessionsUntrackedDesc, prometheus.CounterValue, float64(l.untracked))
@@ -155,7 +155,7 @@ var (
 	sessionsWithoutConversationDesc = appDesc("duix_app_sessions_without_conversation", "Entries of getconcurrentList whose record names no conversation (no conversationId). While it is above 0 the per-conversation counts are unknown and left out.")
 	sessionsStartedDesc             = appDesc("duix_app_sessions_started_total", "Sessions of the app seen for the first time in getconcurrentList, as observed at fetch time (the first list after a start or a reload that adds the app is the baseline). Sessions shorter than the time between two fetches are not seen.")
 	sessionsEndedDesc               = appDesc("duix_app_sessions_ended_total", "Sessions of the app that were listed by getconcurrentList and no longer are, as observed at fetch time.")
-	oldestSessionAgeDesc            = appDesc("duix_app_oldest_session_age_seconds", "Age of the app's oldest active session (from startTime of its getconcurrentList record, else from when it was first listed), 0 when none; absent until a list was fetched.")
+	oldestSessionAgeDesc            = appDesc("duix_app_oldest_session_age_seconds", "Age of the app's oldest active session (from startTime of its getconcurrentList record, else from when it was first listed), 0 when none; absent until a list was fetched and while it cannot be.")
 	sessionSecondsDesc              = appDesc("duix_app_session_seconds_total", "Session-seconds used by the app: the number of entries of getconcurrentList integrated over time between successful fetches (trapezoid rule).")
 	sessionsUntrackedDesc           = appDesc("duix_app_sessions_untracked_total", "Entries of getconcurrentList left out of the lifecycle: without a session ID, with one over 256 bytes, or over sessions.max_tracked.")
 	sessionDurationDesc             = appDesc("duix_app_session_duration_seconds", "Durations of the app's ended sessions, as observed at fetch time: from the record's start time (startTime of getconcurrentList) when it has one, else from when the session was first listed, to when it was last listed.")

@@ -3,6 +3,7 @@ package collector_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -1060,4 +1061,30 @@ func TestAReloadWithAFIFOForCAFileIsRefusedAtOnce(t *testing.T) {
 		t.Fatal("the reload blocks on the FIFO")
 	}
 	assert.Contains(t, e.scrapeText(t, context.Background()), `duix_up{app="a"} 1`)
+}
+
+// A conversation's details without maxConversation (or with null) are a
+// decode error: the last good value stays and its refresh time too, never
+// a 0 that would look like no capacity.
+func TestAConversationWithoutMaxConversationKeepsItsLastGoodValue(t *testing.T) {
+	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, []string{"c1"}})
+	body := e.scrapeText(t, context.Background())
+	require.Contains(t, body, `duix_conversation_max_concurrent{app="a",conversation_id="c1"} 2`)
+	refreshed := sample(body, `duix_conversation_last_refresh_timestamp_seconds{app="a",conversation_id="c1"}`)
+	prefix, suffix := simulator.SuccessParts(simulator.EndpointConversation)
+	next := e.gate.next
+	for i, max := range []string{``, `"maxConversation":null,`} {
+		e.gate.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointConversation) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			_, _ = io.WriteString(w, prefix+`{"id":"c1",`+max+`"conversationName":"c","language":"en"}`+suffix)
+		})
+		e.clk.Add(6 * time.Minute) // past conversation_refresh
+		body = e.scrapeText(t, context.Background())
+		assert.Contains(t, body, `duix_conversation_max_concurrent{app="a",conversation_id="c1"} 2`, "%q", max)
+		assert.Equal(t, refreshed, sample(body, `duix_conversation_last_refresh_timestamp_seconds{app="a",conversation_id="c1"}`))
+		assert.Equal(t, fmt.Sprint(i+1), sample(body, `duix_scrape_errors_total{app="a",reason="decode"}`))
+	}
 }

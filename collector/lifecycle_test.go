@@ -263,3 +263,21 @@ func TestLifecycleARecordWithoutIDCutsNothing(t *testing.T) {
 		})
 	}
 }
+
+// While the list fails, the oldest session's age is not reported: its
+// sessions may have ended, and an age grown from a list hours old would
+// page DuixSessionStuck during an outage.
+func TestTheOldestAgeIsAbsentWhileTheListFails(t *testing.T) {
+	e := newEnv(t, appDef{"a", "app-a", "key-a", 10, nil})
+	_, err := e.sim.StartSession("app-a", "")
+	require.NoError(t, err)
+	e.clk.Add(10 * time.Minute)
+	require.Equal(t, "600", sample(e.scrapeText(t, context.Background()), `duix_app_oldest_session_age_seconds{app="a"}`))
+	e.faults.SetFault("app-a", "", platformtest.Fault{Kind: platformtest.FaultHTTP500})
+	e.clk.Add(3 * time.Hour)
+	body := e.scrapeText(t, context.Background())
+	require.Contains(t, body, `duix_up{app="a"} 0`)
+	assert.Empty(t, sample(body, `duix_app_oldest_session_age_seconds{app="a"}`))
+	e.faults.ClearFaults()
+	assert.Equal(t, "11400", sample(e.scrapeText(t, context.Background()), `duix_app_oldest_session_age_seconds{app="a"}`), "back with the list")
+}

@@ -92,7 +92,7 @@ func (st *appState) due(now time.Time, refresh, retry time.Duration) []string {
 // conversationDetails are the fields of getConversationById the collector uses.
 type conversationDetails struct {
 	ConversationName, Language string
-	MaxConversation            int
+	MaxConversation            *int // required: a missing one is no 0
 	DetailDto                  struct{ ModelName, TtsName string }
 }
 
@@ -103,7 +103,7 @@ func (st *appState) recordConversation(id string, d *conversationDetails, err er
 	st.countError(err)
 	if cv := st.conversations[id]; cv != nil {
 		if cv.lastErr = err; err == nil {
-			cv.maxConv, cv.refreshed = d.MaxConversation, now
+			cv.maxConv, cv.refreshed = *d.MaxConversation, now
 			cv.info = [4]string{labelValue(d.Language), labelValue(d.DetailDto.ModelName), labelValue(d.ConversationName), labelValue(d.DetailDto.TtsName)}
 		}
 	}
