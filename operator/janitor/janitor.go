@@ -203,7 +203,7 @@ func New(o Options) (*Janitor, error) {
 		}, []string{"reason"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "duix_janitor_webhook_requests_total",
-			Help: "Requests to the janitor's webhook, by outcome: handled, invalid, too_large, unknown_app, method_not_allowed, failed (a call to the platform failed), abandoned (the sender left before its turn), busy (too many requests waiting).",
+			Help: "Requests to the janitor's webhook, by outcome: handled, invalid, too_large, unknown_app, method_not_allowed, failed (a call to the platform failed), abandoned (the sender left before its turn), busy (too many requests waiting, or too many bytes held).",
 		}, []string{"outcome"}),
 		turn:    make(chan struct{}, 1),
 		waiting: make(chan struct{}, MaxWaiting),
