@@ -214,6 +214,7 @@ type secretsEnv struct {
 	staticTok  string // a ready-made token, configured inline
 	fileTok    string // a ready-made token, in a file
 	sessionIDs []string
+	stuck      string // a session of inline-key started hours ago: the janitor's to stop
 }
 
 func newSecretsEnv(t *testing.T) *secretsEnv {
@@ -229,7 +230,9 @@ func newSecretsEnv(t *testing.T) *secretsEnv {
 		require.NoError(t, err)
 		e.sessionIDs = append(e.sessionIDs, id)
 	}
-	var err error
+	stuck, err := e.sim.StartSessionAt("2001", "c2001", time.Now().Add(-3*time.Hour))
+	require.NoError(t, err)
+	e.stuck = stuck
 	now := time.Now()
 	e.staticTok, err = simulator.MintToken("2003", secStaticKey, now, now.Add(time.Hour))
 	require.NoError(t, err)
@@ -273,6 +276,7 @@ apps:
     app_id: "2001"
     app_key: %s
     conversations: ["c2001"]
+    janitor: {max_session_age: 1h}
   - name: file-key
     app_id: "2002"
     app_key_file: key-file.key
@@ -375,13 +379,27 @@ func TestSecretsNeverLeak(t *testing.T) {
 		assert.Equal(t, 1, code, "%s: the exporter does not start: %s", name, out)
 	}
 
-	// The exporter, logging everything.
-	p := startExporter(t, "--config.file="+e.good, "--log.level=debug")
+	// The exporter, logging everything, with the janitor on.
+	janitorAddr := platformtest.FreeAddr(t)
+	p := startExporter(t, "--config.file="+e.good, "--log.level=debug", "--janitor.listen-address="+janitorAddr)
+	stuckAlert := func(app string) int { // Alertmanager's webhook: DuixSessionStuck for app
+		resp, err := http.Post("http://"+janitorAddr+"/webhook", "application/json", strings.NewReader(
+			`{"version":"4","status":"firing","alerts":[{"status":"firing","labels":{"alertname":"DuixSessionStuck","app":"`+app+`"}}]}`))
+		require.NoError(t, err, app)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err, app)
+		tr.add("janitor webhook for "+app, string(b))
+		return resp.StatusCode
+	}
 	_, body := fetch(t, tr, p, http.MethodGet, "/metrics")
 	for _, app := range []string{"inline-key", "file-key", "inline-token", "file-token"} {
 		assert.Contains(t, body, `duix_up{app="`+app+`"} 1`, "every credential works")
 	}
 	assert.Contains(t, body, `duix_up{app="refused-token"} 0`)
+	assert.Equal(t, http.StatusOK, stuckAlert("inline-key"), "the janitor stops the stuck session")
+	_, body = fetch(t, tr, p, http.MethodGet, "/")
+	assert.Contains(t, body, e.stuck, "the landing page lists the janitor's stop")
 	// The faults in time: a platform that answers in an hour, and a body
 	// that stalls for an hour, time out at the scrape's deadline whatever
 	// the machine's speed.
@@ -426,7 +444,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	// them fetched again.
 	for shape, name := range echoShapes {
 		e.echo.shape.Store(int32(shape))
-		require.NoError(t, os.WriteFile(e.good, []byte(e.config("  - name: echo-"+strconv.Itoa(int(shape))+"\n    app_id: \"209"+strconv.Itoa(int(shape))+"\"\n    app_key: "+secInlineKey+"\n    conversations: [\"c2001\"]\n")), 0o600))
+		require.NoError(t, os.WriteFile(e.good, []byte(e.config("  - name: echo-"+strconv.Itoa(int(shape))+"\n    app_id: \"209"+strconv.Itoa(int(shape))+"\"\n    app_key: "+secInlineKey+"\n    conversations: [\"c2001\"]\n    janitor: {max_session_age: 1h}\n")), 0o600))
 		code, _ := fetch(t, tr, p, http.MethodPost, "/-/reload")
 		require.Equal(t, http.StatusOK, code, name)
 		_, body := fetch(t, tr, p, http.MethodGet, "/metrics")
@@ -435,6 +453,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 		fetch(t, tr, p, http.MethodGet, "/metrics")   // after a refusal: a new token
 		fetch(t, tr, p, http.MethodGet, "/probe?app=file-key")
 		fetch(t, tr, p, http.MethodGet, "/")
+		if code := stuckAlert("echo-" + strconv.Itoa(int(shape))); shape != echoBadData { // its records name no session: nothing to stop
+			assert.NotEqual(t, http.StatusOK, code, "the janitor's list fails: %s", name)
+		}
 	}
 	e.echo.shape.Store(int32(echoOff))
 	require.NoError(t, os.WriteFile(e.good, []byte(e.config("")), 0o600))
