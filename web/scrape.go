@@ -156,7 +156,7 @@ func (s *scraper) collector(ctx context.Context, r *http.Request, all bool) (*co
 func acceptsGzip(h http.Header) bool {
 	for _, e := range strings.Split(strings.ToLower(strings.Join(h.Values("Accept-Encoding"), ",")), ",") {
 		if name, q, _ := strings.Cut(strings.ReplaceAll(e, " ", ""), ";q="); name == "gzip" || name == "x-gzip" {
-			return q == "" || strings.Trim(q, "0.") != ""
+			return q == "" || strings.Trim(strings.Split(q, ";")[0], "0.") != "" // a parameter may follow q
 		}
 	}
 	return false
