@@ -129,19 +129,19 @@ type appRecord struct {
 }
 
 // get returns the value of the token's header, and the last values given, it included.
-func (s *tokenSource) get() (string, []string, error) {
+func (s *tokenSource) get() (string, [4]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now, secret, changed := s.now(), s.fixed, false
 	if s.file != nil {
 		var err error
 		if secret, changed, err = s.file.read(now); secret == "" {
-			return "", nil, &Error{Reason: ReasonAuth, detail: "no usable " + s.file.kind + " file", err: err}
+			return "", [4]string{}, &Error{Reason: ReasonAuth, detail: "no usable " + s.file.kind + " file", err: err}
 		}
 	}
 	switch {
 	case len(secret) == 0:
-		return "", nil, &Error{Reason: ReasonAuth, detail: "no credential"}
+		return "", [4]string{}, &Error{Reason: ReasonAuth, detail: "no credential"}
 	case !s.mint:
 		return s.give(s.auth + secret)
 	case s.token == "" || changed || !now.Before(s.renewAt):
@@ -154,19 +154,19 @@ func (s *tokenSource) get() (string, []string, error) {
 		s.last.mu.Unlock()
 		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"appId": s.appID, "iat": now.Unix(), "exp": exp}).SignedString([]byte(secret))
 		if err != nil {
-			return "", nil, &Error{Reason: ReasonAuth, detail: "signing the token failed"}
+			return "", [4]string{}, &Error{Reason: ReasonAuth, detail: "signing the token failed"}
 		}
 		s.token, s.renewAt = s.auth+tok, time.Unix(exp, 0).Add(-min(s.ttl/5, 5*time.Minute))
 	}
 	return s.give(s.token)
 }
 
-func (s *tokenSource) give(v string) (string, []string, error) {
+func (s *tokenSource) give(v string) (string, [4]string, error) {
 	s.last.mu.Lock()
 	defer s.last.mu.Unlock()
-	h := append(slices.DeleteFunc(s.last.given[:], func(g string) bool { return g == v }), v) // the newest last, v included
+	h := append(slices.DeleteFunc(s.last.given[:], func(g string) bool { return g == v }), v) // in place unless v is new
 	copy(s.last.given[:], h[len(h)-4:])
-	return v, slices.Clone(s.last.given[:]), nil
+	return v, s.last.given, nil // a copy
 }
 
 // refused makes the next call mint a new token, reading the file again.

@@ -139,8 +139,9 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 			prev[c.tokens.appID] = c.tokens
 		}
 	}
+	platform := origin(base) + base.Path // a Retry-After is the platform's
 	for _, app := range cfg.Apps {
-		rec := [2]string{origin(base) + base.Path, app.AppID} // a Retry-After is the platform's
+		rec := [2]string{platform, app.AppID}
 		p.records[rec] = cmp.Or(p.records[rec], &appRecord{})
 		tokens := newTokenSource(app, prefix, p.records[rec], p.now, hook).follow(prev[app.AppID])
 		tokens.file.start(p.now())
@@ -273,10 +274,11 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 	if err != nil {
 		return env, transportError(err)
 	}
-	tok, secrets, err := c.tokens.get() // secrets: what a code may not echo (codeOf)
+	tok, given, err := c.tokens.get()
 	if err != nil {
 		return env, err
 	}
+	secrets := given[:] // what a code may not echo (codeOf)
 	req.Header = http.Header{"Accept": {"application/json"}, "User-Agent": c.p.ua, c.p.auth: {tok}}
 	for _, h := range c.p.headers {
 		v := h.value
