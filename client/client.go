@@ -153,8 +153,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 // Client returns the client of the app with that name, or nil.
 func (p *Pool) Client(name string) *Client { return p.clients[name] }
 
-// Close closes the idle connections once the last call in flight has ended;
-// calls after Close work, their connections closed as they end.
+// Close closes the idle connections once the last call in flight has ended; later calls work, closing theirs as they end.
 func (p *Pool) Close() { p.track(0, true) }
 
 // track counts the calls in flight; none left after Close closes the idle connections.
