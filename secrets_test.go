@@ -95,7 +95,7 @@ const (
 	echoStatusLine                       // a status line whose reason phrase is the request, body too
 	echoEnvelopeMessage                  // 200, success false, code, message and msg the request
 	echoEnvelope401                      // 401, the same envelope
-	echoBadData                          // success true, data of the wrong types holding the request: session records, conversation name, concurrency
+	echoBadData                          // success true, data holding the request: session records, conversation name, concurrency (of the wrong types), stops
 	echoCodeTail                         // success false, a code of the credential's last 32 characters (of a code's characters)
 	echoEarlierCode                      // 401 to an app's first credential; then a code of the last 32 characters of the one before the call's
 	echoHeaderCode                       // success false, a code of the secret http_headers value, each letter's case swapped
@@ -103,7 +103,7 @@ const (
 
 var echoShapes = map[echoShape]string{
 	echoErrorPage: "error page", echoStatusLine: "status line", echoEnvelopeMessage: "envelope message",
-	echoEnvelope401: "envelope 401", echoBadData: "session records and conversation name", echoCodeTail: "code",
+	echoEnvelope401: "envelope 401", echoBadData: "data of every endpoint", echoCodeTail: "code",
 	echoEarlierCode: "code of an earlier credential", echoHeaderCode: "code of a secret header",
 }
 
@@ -177,6 +177,8 @@ func (e *echoing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			data = `{"id":{"echo":` + q + `},"conversationName":{"echo":` + q + `},"maxConversation":` + q + `}`
 		case strings.HasSuffix(r.URL.Path, simulator.EndpointConcurrency):
 			data = `{"cropId":{"echo":` + q + `},"totalConcurrentNumber":` + q + `,"userConcurrentNumber":` + q + `}`
+		case strings.HasSuffix(r.URL.Path, simulator.EndpointStop), strings.HasSuffix(r.URL.Path, simulator.EndpointStopAll):
+			data = `{"echo":` + q + `}` // a stop's data is not documented: any value is a success
 		default:
 			_, _ = io.WriteString(w, envelope)
 			return
@@ -541,7 +543,8 @@ func (e *secretsEnv) operatorCommands(t *testing.T, tr *transcript) {
 			[]string{"sessions", "stop", "--app=file-key", "--session=" + e.sessionIDs[1], "--yes"},
 			[]string{"sessions", "stop", "--app=file-key", "--session=no-such-session", "--yes"},
 			[]string{"sessions", "stop", "--app=inline-key", "--session=" + e.sessionIDs[0]}, // not confirmed
-			[]string{"sessions", "stop", "--app=refused-token", "--session=" + e.sessionIDs[4], "--yes"})
+			[]string{"sessions", "stop", "--app=refused-token", "--session=" + e.sessionIDs[4], "--yes"},
+			[]string{"sessions", "stop", "--app=inline-token", "--all", "--yes"})
 	}
 	if has("conversation show") {
 		runs = append(runs,

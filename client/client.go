@@ -235,23 +235,24 @@ func getObject[T any](ctx context.Context, c *Client, endpoint, query string) (*
 	return out, nil
 }
 
-// StopSession closes a session (GET /sessionStop?uuid=); see IsNotFound.
-func (c *Client) StopSession(ctx context.Context, sessionID string) (*StopResult, error) {
+// StopSession closes a session (GET /sessionStop?uuid=) and returns the envelope's code (as Error.Code); see IsNotFound.
+func (c *Client) StopSession(ctx context.Context, sessionID string) (string, error) {
 	return c.stop(ctx, EndpointStop, url.Values{"uuid": {sessionID}}.Encode())
 }
 
-// StopAllSessions closes every session of the app (GET /distroyCallSessionsByAppId?appId=); its data is returned as it came.
-func (c *Client) StopAllSessions(ctx context.Context) (*StopResult, error) {
+// StopAllSessions closes every session of the app (GET /distroyCallSessionsByAppId?appId=) and returns the code.
+func (c *Client) StopAllSessions(ctx context.Context) (string, error) {
 	return c.stop(ctx, EndpointStopAll, c.appQuery)
 }
 
-func (c *Client) stop(ctx context.Context, endpoint, query string) (*StopResult, error) {
-	var raw json.RawMessage
-	env, err := c.call(ctx, endpoint, query, func(dec *json.Decoder) error { return dec.Decode(&raw) })
+// stop makes a stop call. Its data, which the platform does not document, is read past, never kept: it could hold
+// what the platform was sent.
+func (c *Client) stop(ctx context.Context, endpoint, query string) (string, error) {
+	env, err := c.call(ctx, endpoint, query, func(dec *json.Decoder) error { return dec.Decode(new(json.RawMessage)) })
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	return &StopResult{Code: env.code, Data: raw}, nil
+	return env.code, nil
 }
 
 // call makes one GET and decodes at most max_response_bytes of the answer,

@@ -189,9 +189,9 @@ func TestStopSession(t *testing.T) {
 	_, err = f.sim.StartSession(appID, convID)
 	require.NoError(t, err)
 
-	res, err := c.StopSession(context.Background(), id)
+	code, err := c.StopSession(context.Background(), id)
 	require.NoError(t, err)
-	assert.Equal(t, "200", res.Code)
+	assert.Equal(t, "200", code)
 	assert.Equal(t, 1, f.sim.InUse(appID))
 
 	_, err = c.StopSession(context.Background(), id)
@@ -207,10 +207,9 @@ func TestStopAllSessions(t *testing.T) {
 		_, err := f.sim.StartSession(appID, convID)
 		require.NoError(t, err)
 	}
-	res, err := c.StopAllSessions(context.Background())
+	code, err := c.StopAllSessions(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, "200", res.Code)
-	assert.JSONEq(t, `{"count":3}`, string(res.Data))
+	assert.Equal(t, "200", code)
 	assert.Zero(t, f.sim.InUse(appID))
 	assert.EqualValues(t, 1, f.sim.RequestsFor(appID, simulator.EndpointStopAll), "the app's ID is the appId parameter")
 	assert.Equal(t, 1.0, counterValue(t, f.reg, "duix_api_requests_total", map[string]string{"endpoint": client.EndpointStopAll, "code": "200"}))
@@ -219,21 +218,18 @@ func TestStopAllSessions(t *testing.T) {
 // Only the envelope decides: the platform does not document data, so any
 // value is a success.
 func TestStopAllSessionsAcceptsAnyData(t *testing.T) {
-	for fault, data := range map[platformtest.FaultKind]string{
-		platformtest.FaultNullData: "null", platformtest.FaultWrongTypes: `{"count":"all"}`, platformtest.FaultCodeAsNumber: `{"count":0}`,
-	} {
+	for _, fault := range []platformtest.FaultKind{platformtest.FaultNullData, platformtest.FaultWrongTypes, platformtest.FaultCodeAsNumber} {
 		f := newFixture(t, config.AuthHeaderAuthorization)
 		f.faults.SetFault(appID, simulator.EndpointStopAll, platformtest.Fault{Kind: fault})
-		res, err := f.client(t).StopAllSessions(context.Background())
+		code, err := f.client(t).StopAllSessions(context.Background())
 		require.NoError(t, err, fault)
-		assert.Equal(t, "200", res.Code, fault)
-		assert.JSONEq(t, data, string(res.Data), fault)
+		assert.Equal(t, "200", code, fault)
 	}
 }
 
 // A successful stop's code is kept only when it is shaped like one, as an
 // error's is: the operator commands print it.
-func TestStopResultKeepsOnlyACodeShapedCode(t *testing.T) {
+func TestStopKeepsOnlyACodeShapedCode(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"code":"token: SECRET-echoed ` + r.Header.Get("Authorization") + `","success":true,"data":null}`))
 	}))
@@ -241,12 +237,12 @@ func TestStopResultKeepsOnlyACodeShapedCode(t *testing.T) {
 	f := newFixture(t, config.AuthHeaderAuthorization)
 	f.cfg.API.BaseURL = srv.URL
 	c := f.client(t)
-	res, err := c.StopSession(context.Background(), "s-1")
+	code, err := c.StopSession(context.Background(), "s-1")
 	require.NoError(t, err)
-	assert.Empty(t, res.Code)
-	res, err = c.StopAllSessions(context.Background())
+	assert.Empty(t, code)
+	code, err = c.StopAllSessions(context.Background())
 	require.NoError(t, err)
-	assert.Empty(t, res.Code)
+	assert.Empty(t, code)
 }
 
 // Every fault of the platform maps to its reason, and the error carries

@@ -20,9 +20,3 @@ type Session struct {
 	Start          *time.Time      `json:"start,omitempty"`
 	Raw            json.RawMessage `json:"record,omitempty"`
 }
-
-// StopResult is a successful sessionStop's or distroyCallSessionsByAppId's answer (Code as Error.Code).
-type StopResult struct {
-	Code string          `json:"code"`
-	Data json.RawMessage `json:"data,omitempty"`
-}

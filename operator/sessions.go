@@ -209,19 +209,15 @@ func runSessionsStop(ctx context.Context, env *cli, o sessionsStopOptions) int {
 		}
 	}
 
-	res, err := c.StopSession(ctx, o.session)
+	answered, err := c.StopSession(ctx, o.session)
 	if err != nil {
 		if client.IsNotFound(err) {
 			return env.failf(exitNotFound, "session %s of app %s is unknown or no longer active: %s", o.session, o.app, describeError(err))
 		}
 		return env.failf(exitFailed, "stopping session %s of app %s: %s", o.session, o.app, describeError(err))
 	}
-	data := "null"
-	if len(res.Data) > 0 {
-		data = printable(jsonCompact(res.Data), 256)
-	}
-	fmt.Fprintf(env.stdout, "stopped session %s of app %s: the platform answered code %q, data %s\n",
-		o.session, o.app, printable(res.Code, 64), data)
+	// The answer's data is not printed: the platform does not document it, and it could hold what the platform was sent.
+	fmt.Fprintf(env.stdout, "stopped session %s of app %s: the platform answered code %q\n", o.session, o.app, answered)
 	return exitOK
 }
 

@@ -165,15 +165,11 @@ func runStopAll(ctx context.Context, env *cli, o sessionsStopOptions) int {
 		}
 	}
 
-	res, err := c.StopAllSessions(ctx)
+	answered, err := c.StopAllSessions(ctx)
 	if err != nil {
 		return env.failf(exitFailed, "closing every session of app %s: %s", o.app, describeError(err))
 	}
-	data := "null"
-	if len(res.Data) > 0 {
-		data = printable(jsonCompact(res.Data), 256)
-	}
-	fmt.Fprintf(env.stdout, "closed every session of app %s: the platform answered code %q, data %s\n",
-		o.app, printable(res.Code, 64), data)
+	// The answer's data is not printed: the platform does not document it, and it could hold what the platform was sent.
+	fmt.Fprintf(env.stdout, "closed every session of app %s: the platform answered code %q\n", o.app, answered)
 	return exitOK
 }
