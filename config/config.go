@@ -124,21 +124,19 @@ type AppJanitor struct {
 // UsesKey reports whether the app mints its own tokens from an app key.
 func (a App) UsesKey() bool { return a.AppKey != "" || a.AppKeyFile != "" }
 
-// Load reads and parses the configuration file at path; relative paths in it
-// are resolved against its directory, symbolic links followed.
+// Load reads and parses the configuration file at path (symbolic links followed). Relative paths in it are joined with
+// the directory of path as given, links not followed, as Prometheus does: keys beside a config file that Kubernetes
+// mounts through links (..data) are read from where the next update puts them.
 func Load(path string) (*Config, error) {
-	resolved, err := filepath.EvalSymlinks(path) // first: paths in it are relative to the directory of the file read
-	if err == nil {
-		resolved, err = filepath.Abs(resolved)
-	}
+	abs, err := filepath.Abs(path)
 	var data []byte
 	if err == nil {
-		data, err = readRegular(resolved, MaxConfigFileBytes) // as carefully as a secret file
+		data, err = readRegular(abs, MaxConfigFileBytes) // as carefully as a secret file
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
 	}
-	cfg, err := Parse(data, filepath.Dir(resolved))
+	cfg, err := Parse(data, filepath.Dir(abs))
 	if err != nil {
 		return nil, fmt.Errorf("config file %q: %w", path, err)
 	}
