@@ -556,25 +556,25 @@ func (j *Janitor) clean(ctx context.Context, app string) (string, bool) {
 		case set.DryRun:
 			n.would++
 			a.Action = ActionWouldStop
-			j.remember(m, key, now, true)
+			j.remember(m, key, now)
 		default:
 			_, err := c.StopSession(ctx, s.id)
 			switch {
 			case err == nil:
 				n.stopped++
 				a.Action = ActionStopped
-				j.remember(m, key, now, true)
+				j.remember(m, key, now)
 			case client.IsNotFound(err):
 				n.already++
 				a.Action, a.Reason = ActionRefused, ReasonAlreadyStopped
-				j.remember(m, key, now, false)
+				j.remember(m, key, now) // a platform may answer 404 once its close took effect: it counts against the budget
 			default:
 				n.failed++
 				a.Action, a.Reason = ActionFailed, client.Reason(err) // the class only, as above
 				switch a.Reason {
 				case client.ReasonAuth, client.ReasonRateLimited, client.ReasonAPI: // refused, or never sent
 				default: // it may have taken effect all the same: it counts against the budget
-					j.remember(m, "", now, true)
+					j.remember(m, "", now)
 				}
 			}
 		}
@@ -617,18 +617,15 @@ func (j *Janitor) settings() settings {
 	return j.set
 }
 
-// remember notes that a session was stopped (or found gone) at when, in
-// the memory of mode m, unless key is empty; a stop, or a stop that
-// failed, counts against the budget of m.
-func (j *Janitor) remember(m int, key string, when time.Time, stop bool) {
+// remember notes a stop sent at when (or decided, in dry run) against the budget of mode m and, unless key is empty,
+// that the session was stopped (or found gone).
+func (j *Janitor) remember(m int, key string, when time.Time) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if key != "" {
 		j.acted[m][key] = when
 	}
-	if stop {
-		j.stops[m] = append(j.stops[m], when)
-	}
+	j.stops[m] = append(j.stops[m], when)
 }
 
 // forget drops the stops and stopped sessions older than the window.

@@ -923,6 +923,24 @@ func TestBudgetCountsFromTheStop(t *testing.T) {
 	assert.Contains(t, answer, "stopped 2 of 2")
 }
 
+// A stop answered 404 counts against the budget: a platform may answer so
+// once its close took effect, and the budget bounds the stops sent.
+func TestAStopAnswered404CountsAgainstTheBudget(t *testing.T) {
+	f := newFixture(t, "{max_stops_per_hour: 3}")
+	f.sessions("kiosk", 20, 3*time.Hour)
+	f.before(simulator.EndpointStop, func(w http.ResponseWriter, _ *http.Request, _ http.Handler) bool {
+		_, _ = io.WriteString(w, `{"code":"404","success":false,"message":"no such session","data":null}`)
+		return true
+	})
+	answer := f.postStuck(http.StatusOK, "kiosk")
+	assert.Contains(t, answer, "stopped 0 of 20 session(s) older than 1h; 3 already stopped or gone, 17 refused by the budget of 3 an hour")
+	assert.Equal(t, int64(3), f.stops.Load(), "the stops sent")
+	f.postStuck(http.StatusOK, "kiosk")
+	assert.Equal(t, int64(3), f.stops.Load(), "none more within the hour")
+	assert.Equal(t, 3.0+3, f.refusals("already_stopped"), "the second time, as the first")
+	assert.Equal(t, 17.0+17, f.refusals("budget"))
+}
+
 // A session stopped within the hour that the platform still lists is
 // logged and counted as already stopped also when it comes after the
 // budget ran out in the same decision.
