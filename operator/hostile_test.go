@@ -76,8 +76,8 @@ func TestHostileAnswersReachNoOutput(t *testing.T) {
 }
 
 // The JSON outputs carry the platform's text as JSON, never as terminal
-// control: invalid UTF-8 is U+FFFD and C1 controls (CSI, U+009B) and DEL
-// are escaped; and platform JSON is printed as compact as it came, so that
+// control: invalid UTF-8 is U+FFFD and C1 controls (CSI, U+009B), DEL and
+// what would disguise the text (a right-to-left override) are escaped; and platform JSON is printed as compact as it came, so that
 // a deeply nested record cannot make an output of hundreds of megabytes
 // (indenting it would grow with the square of its depth).
 func TestJSONOutputsAreSafeAndAsLargeAsTheAnswer(t *testing.T) {
@@ -86,7 +86,7 @@ func TestJSONOutputsAreSafeAndAsLargeAsTheAnswer(t *testing.T) {
 		body string
 		args []string
 	}{
-		"sessions": {`{"success":true,"code":"0","data":[{"uuid":"s1` + "\u009b" + `2J","startTime":1700000000000,"note":"x` + "\u009b2Jy\x9b2J\u007f" + `","x":` + nest + `}]}`,
+		"sessions": {`{"success":true,"code":"0","data":[{"uuid":"s1` + "\u009b" + `2J","startTime":1700000000000,"note":"x` + "\u009b2Jy\x9b2J\u007f\u202egnp.exe\u2028" + `","x":` + nest + `}]}`,
 			[]string{"sessions", "list", "--app=a", "--output=json"}},
 		"conversation": {`{"success":true,"code":"0","data":{"id":"1","conversationName":"n` + "\u009b2J\xff" + `","conversationConfigDto":{"a":"r` + "\x9b2J" + `","n":` + nest + `}}}`,
 			[]string{"conversation", "show", "--app=a", "--id=1", "--output=json"}},
@@ -98,7 +98,7 @@ func TestJSONOutputsAreSafeAndAsLargeAsTheAnswer(t *testing.T) {
 			require.Empty(t, res.stderr)
 			assert.Less(t, len(res.stdout), 2*len(tc.body), "as large as the answer")
 			assert.True(t, utf8.ValidString(res.stdout))
-			assert.False(t, strings.ContainsFunc(res.stdout, func(r rune) bool { return r == 0x7f || r >= 0x80 && r <= 0x9f }), "%q", res.stdout[:200])
+			assert.False(t, strings.ContainsFunc(res.stdout, func(r rune) bool { return r == 0x7f || r >= 0x80 && r <= 0x9f || r == 0x202e || r == 0x2028 }), "%q", res.stdout[:200])
 			assert.True(t, strings.Contains(res.stdout, `\u009b2J`), "C1 escaped")
 			var v any
 			assert.NoError(t, json.Unmarshal([]byte(res.stdout), &v), "still JSON")

@@ -188,14 +188,18 @@ func describeError(err error) string {
 	return printable(err.Error(), 512)
 }
 
+// disguising reports whether r changes how the text around it looks without showing itself: a format character (a
+// bidirectional override, a zero-width one) or a line or paragraph separator.
+func disguising(r rune) bool { return unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) }
+
 // printable replaces control characters (a platform message could carry
-// terminal escapes) and bounds the length.
+// terminal escapes) and the disguising ones, and bounds the length.
 func printable(s string, maxLen int) string {
 	s = strings.Map(func(r rune) rune {
 		if r == '\n' || r == '\r' || r == '\t' {
 			return ' '
 		}
-		if unicode.IsControl(r) || r == unicode.ReplacementChar {
+		if unicode.IsControl(r) || r == unicode.ReplacementChar || disguising(r) {
 			return '?'
 		}
 		return r

@@ -181,6 +181,7 @@ func TestPrintable(t *testing.T) {
 	assert.Equal(t, "a b?[31mred", printable("a\nb\x1b[31mred", 100))
 	assert.Equal(t, "展厅...", printable("展厅讲解", 7), "cut on a rune boundary")
 	assert.Equal(t, "abc", printable("abc", 3))
+	assert.Equal(t, "aaa?gnp.exe in?call a?b", printable("aaa\u202egnp.exe in\u2028call a\u200bb", 100), "shown as it is: no right-to-left override, separator or zero-width character")
 }
 
 // tableRows splits a table printed by a command into rows of cells

@@ -281,7 +281,7 @@ func confirm(ctx context.Context, env *cli, question string) bool {
 }
 
 // safeJSON makes JSON safe to print: invalid UTF-8 becomes U+FFFD, and C1 controls (U+0080 to U+009F, such as
-// CSI) and DEL are escaped as encoding/json escapes the C0 ones, so that a platform's text cannot drive a
+// CSI), DEL and the disguising characters (a right-to-left override, say) are escaped as encoding/json escapes the C0 ones, so that a platform's text cannot drive a
 // terminal. (Such bytes can only be in strings.) Platform JSON is printed as compact as it is: indenting it would
 // make its output grow with the square of its nesting.
 func safeJSON(b []byte) []byte {
@@ -289,7 +289,7 @@ func safeJSON(b []byte) []byte {
 	out := make([]byte, 0, len(b))
 	for len(b) > 0 {
 		r, n := utf8.DecodeRune(b)
-		if r == 0x7f || r >= 0x80 && r <= 0x9f {
+		if r == 0x7f || r >= 0x80 && r <= 0x9f || disguising(r) {
 			out = fmt.Appendf(out, `\u%04x`, r)
 		} else {
 			out = append(out, b[:n]...)

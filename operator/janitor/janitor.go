@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/go-kit/log"
@@ -646,10 +647,17 @@ func (j *Janitor) forget(now time.Time) {
 }
 
 // bounded cuts a label value from a payload, or a session ID, for logs,
-// answers and the landing page.
+// answers and the landing page, and replaces the characters that would
+// not show as themselves: controls, format characters (a right-to-left
+// override) and line separators.
 func bounded(s string) string {
 	if len(s) > maxLabelLog {
 		s = s[:maxLabelLog] + "..."
 	}
-	return strings.ToValidUTF8(s, string(utf8.RuneError))
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(s, string(utf8.RuneError)))
 }

@@ -923,6 +923,26 @@ func TestBudgetCountsFromTheStop(t *testing.T) {
 	assert.Contains(t, answer, "stopped 2 of 2")
 }
 
+// A session ID is logged and shown as what it is: a right-to-left
+// override, a line separator or a terminal escape in it is replaced.
+func TestASessionIDIsLoggedAsItIs(t *testing.T) {
+	f := newFixture(t, "")
+	const id = "aaa\u202egnp.exe\u2028\x1b[2J"
+	f.before(simulator.EndpointSessions, func(w http.ResponseWriter, _ *http.Request, _ http.Handler) bool {
+		rec, err := json.Marshal(map[string]any{"uuid": id, "sessionId": id, "startTime": f.now().Add(-3 * time.Hour).UnixMilli()})
+		require.NoError(t, err)
+		_, _ = fmt.Fprintf(w, `{"code":"0","success":true,"data":[%s]}`, rec)
+		return true
+	})
+	f.postStuck(http.StatusOK, "kiosk")
+	assert.Equal(t, int64(1), f.stops.Load())
+	assert.Contains(t, f.logs.String(), "session=aaa?gnp.exe??[2J ")
+	recent := f.j.Recent()
+	require.NotEmpty(t, recent)
+	assert.Equal(t, "aaa?gnp.exe??[2J", recent[len(recent)-1].SessionID)
+	assert.False(t, strings.ContainsAny(f.logs.String(), "\u202e\u2028\x1b"))
+}
+
 // A stop answered 404 counts against the budget: a platform may answer so
 // once its close took effect, and the budget bounds the stops sent.
 func TestAStopAnswered404CountsAgainstTheBudget(t *testing.T) {
