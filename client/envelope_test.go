@@ -121,6 +121,8 @@ func TestACodeThatEchoesASecretIsLeftOut(t *testing.T) {
 	for name, echo := range map[string]func(r *http.Request) string{
 		"token":       func(r *http.Request) string { return r.Header.Get("Token") },
 		"token tail":  func(r *http.Request) string { return "x" + r.Header.Get("Token")[len(staticToken)-9:] },
+		"8 of token":  func(r *http.Request) string { return r.Header.Get("Token")[len(staticToken)-8:] },         // the shortest compared
+		"ends in 8":   func(r *http.Request) string { return "E.9" + r.Header.Get("Token")[len(staticToken)-8:] }, // only the last window is secret
 		"header":      func(r *http.Request) string { return r.Header.Get("X-Tenant") },
 		"header part": func(r *http.Request) string { return "E.1-" + r.Header.Get("X-Tenant")[4:12] + "-9" },
 		"upper case":  func(r *http.Request) string { return strings.ToUpper(r.Header.Get("Token")) },

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -274,4 +275,42 @@ func TestACallAllocatesAtMostDecodeFactorTimesMaxResponseBytes(t *testing.T) {
 			assert.LessOrEqual(t, allocated, uint64(config.DecodeFactor*limit))
 		})
 	}
+}
+
+// max_response_bytes is exact: an answer of that many bytes is read, one
+// more byte is refused, and one whose Content-Length is larger is refused
+// before its body is read (here a body that never comes).
+func TestMaxResponseBytesIsExact(t *testing.T) {
+	const limit = 1024
+	ok := `{"code":"200","data":{"cropId":"c","totalConcurrentNumber":5,"userConcurrentNumber":1},"success":true}`
+	for size, want := range map[int]error{limit: nil, limit + 1: client.ErrBodyTooLarge} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.NewResponseController(w).Flush() // chunked: no Content-Length to go by
+			_, _ = io.WriteString(w, ok+strings.Repeat(" ", size-len(ok)))
+		}))
+		t.Cleanup(srv.Close)
+		_, err := clientFor(t, srv.URL, limit).Concurrency(context.Background())
+		if want == nil {
+			assert.NoError(t, err, size)
+		} else {
+			assert.ErrorIs(t, err, want, size)
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(limit+1))
+		_, _ = io.WriteString(w, ok[:20])
+		http.NewResponseController(w).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	_, err := clientFor(t, srv.URL, limit).Concurrency(context.Background())
+	assert.ErrorIs(t, err, client.ErrBodyTooLarge, "refused unread, not timed out")
+	// Only a 2xx answer is read: a 300 with a good envelope is an HTTP error.
+	srv300 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusMultipleChoices)
+		_, _ = io.WriteString(w, ok)
+	}))
+	t.Cleanup(srv300.Close)
+	_, err = clientFor(t, srv300.URL, limit).Concurrency(context.Background())
+	assert.Equal(t, client.ReasonHTTP, client.Reason(err))
 }
