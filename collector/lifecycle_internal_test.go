@@ -62,5 +62,13 @@ func TestLifecycleRules(t *testing.T) {
 		assert.Equal(t, 100.0, l.oldestAge(at(0)))
 		l.observe(nil, 0, false, at(10), 10)
 		assert.Equal(t, 0.0, l.oldestAge(at(10)))
+		assert.Equal(t, 100.0, l.sum, "b lasted 0 s from when it was listed, not -100 s")
+	})
+	t.Run("a session listed twice is one", func(t *testing.T) {
+		var l lifecycle
+		l.observe(list("x"), 1, false, at(0), 10)
+		l.observe(list("x", "y", "y"), 3, false, at(10), 10)
+		assert.Equal(t, uint64(1), l.started)
+		assert.Len(t, l.active, 2)
 	})
 }
