@@ -29,6 +29,7 @@ type deadlineRecorder struct {
 	failAfter        int
 	written          int
 	stalled          chan struct{}
+	release          chan struct{} // when set, a stalled write waits for it rather than for the deadline
 }
 
 func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
@@ -40,7 +41,11 @@ func (d *deadlineRecorder) Write(p []byte) (int, error) {
 	if d.stalled != nil && len(d.deadlines) > 0 {
 		if d.written >= 0 { // the first write
 			close(d.stalled)
-			time.Sleep(time.Until(d.deadlines[len(d.deadlines)-1]))
+			if d.release != nil {
+				<-d.release
+			} else {
+				time.Sleep(time.Until(d.deadlines[len(d.deadlines)-1]))
+			}
 			d.written = -1
 		}
 		return 0, os.ErrDeadlineExceeded
@@ -100,17 +105,25 @@ func TestAClientThatDoesNotReadHoldsNoGathering(t *testing.T) {
 		Options{TelemetryPath: "/metrics", TimeoutOffset: 500 * time.Millisecond, WriteMargin: 5 * time.Second})
 	require.NoError(t, err)
 	scrape := func() map[string]map[string]float64 {
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-		req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "30")
-		h.ServeHTTP(rec, req)
+		rec, answered := httptest.NewRecorder(), make(chan struct{})
+		go func() {
+			defer close(answered)
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "3600") // late only after an hour
+			h.ServeHTTP(rec, req)
+		}()
+		select {
+		case <-answered:
+		case <-time.After(hangTimeout):
+			t.Fatal("a scrape waited for the turn of a client that does not read")
+		}
 		require.Equal(t, http.StatusOK, rec.Code)
 		return samples(t, rec.Body.String())
 	}
 	limit := scrape()["duix_app_concurrency_limit"]["app=museum-guide"]
 	p.sim.SetLatency("", "", 400*time.Millisecond)
 	for i, timeout := range []string{"0.6", "3600"} { // 100 ms after the offset: every app down for it
-		stalled := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder(), stalled: make(chan struct{})}
+		stalled := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder(), stalled: make(chan struct{}), release: make(chan struct{})}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -127,10 +140,11 @@ func TestAClientThatDoesNotReadHoldsNoGathering(t *testing.T) {
 		m := scrape()
 		assert.Equal(t, map[string]float64{"app=support-desk": 1, "app=sales-avatar": 1, "app=museum-guide": 1}, m["duix_up"], timeout)
 		assert.Equal(t, limit+float64(i+1), m["duix_app_concurrency_limit"]["app=museum-guide"], "%s: the platform as it is", timeout)
+		close(stalled.release) // its write margin passes
 		select {
 		case <-done:
 		case <-time.After(hangTimeout):
-			t.Fatal("a client that does not read held its slot past the write margin")
+			t.Fatal("a client that does not read held its slot past its write deadline")
 		}
 	}
 }
