@@ -361,6 +361,17 @@ func TestTokensGivenAcrossReloadsStayOutOfCodes(t *testing.T) {
 	}
 	echoed(e, pool(e, p, ready(5)), 4)
 
+	// A token given again and again does not push out the one given before it: the values kept are distinct.
+	e = newTokenEcho(t)
+	e.answer("0", true)
+	p = pool(e, nil, ready(1))
+	require.NoError(t, call(p))
+	p = pool(e, p, ready(2))
+	for range 5 {
+		require.NoError(t, call(p))
+	}
+	echoed(e, p, 0)
+
 	// A ready-made token refused, the file rewritten, then auth_header changed: Bearer N and N are two values given.
 	e = newTokenEcho(t)
 	parse := func(header string) *config.Config {
