@@ -458,7 +458,9 @@ func TestJWTMintingAndRenewal(t *testing.T) {
 
 	f.clock.Add(20 * time.Minute) // 10 minutes left: reused
 	assert.Equal(t, tok1, call())
-	f.clock.Add(6 * time.Minute) // 4 minutes left, inside the margin: renewed
+	f.clock.Add(270 * time.Second) // 5m30s left: a fifth of the lifetime (6m) would renew, the margin is at most 5m
+	assert.Equal(t, tok1, call())
+	f.clock.Add(90 * time.Second) // 4 minutes left, inside the margin: renewed
 	assert.NotEqual(t, tok1, call())
 }
 
