@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -389,4 +390,36 @@ func TestTokensGivenAcrossReloadsStayOutOfCodes(t *testing.T) {
 	p2, err := client.NewPool(parse(config.AuthHeaderToken), client.PoolOptions{Previous: p1})
 	require.NoError(t, err)
 	echoed(e, p2, 0)
+}
+
+// A key file rewritten in place (same size, another modification time) is
+// read at the next look, a minute on, and a token is minted with the new
+// key at once, without waiting for a refusal or the renewal.
+func TestAKeyFileRewrittenInPlaceMintsWithTheNewKeyAtOnce(t *testing.T) {
+	clock := time.Unix(1_800_000_000, 0)
+	e := newTokenEcho(t)
+	e.answer("0", true)
+	path := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(path, []byte("first-key-aaaa"), 0o600))
+	cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q}\napps: [{name: a, app_id: %q, app_key_file: %q}]\n", e.URL, appID, path)), "")
+	require.NoError(t, err)
+	p, err := client.NewPool(cfg, client.PoolOptions{Now: func() time.Time { return clock }})
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	signedWith := func(key string) bool {
+		_, err := p.Client("a").Concurrency(context.Background())
+		require.NoError(t, err)
+		got := e.got()
+		_, err = jwt.Parse(strings.TrimPrefix(got[len(got)-1], "Bearer "), func(*jwt.Token) (any, error) { return []byte(key), nil },
+			jwt.WithValidMethods([]string{"HS256"}), jwt.WithTimeFunc(func() time.Time { return clock }))
+		return err == nil
+	}
+	require.True(t, signedWith("first-key-aaaa"))
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, []byte("other-key-bbbb"), 0o600)) // in place: the same file and size
+	require.NoError(t, os.Chtimes(path, st.ModTime().Add(time.Second), st.ModTime().Add(time.Second)))
+	assert.True(t, signedWith("first-key-aaaa"), "looked at once a minute")
+	clock = clock.Add(time.Minute)
+	assert.True(t, signedWith("other-key-bbbb"), "the new key, at once")
 }
