@@ -169,11 +169,7 @@ func TestLifecycleOverMaxTrackedCountsNoFalseStartsOrEnds(t *testing.T) {
 	assert.Equal(t, "1", sample(body, `duix_app_sessions_ended_total{app="a"}`))
 	assert.Equal(t, "0", sample(body, `duix_app_sessions_started_total{app="a"}`), "no session started")
 
-	require.True(t, e.sim.EndSession("1", ids[1]))
-	_, err := e.sim.StartSession("1", "") // 2 listed: whole, after a whole list
-	require.NoError(t, err)
-	e.clk.Add(15 * time.Second)
-	body = e.scrapeText(t, context.Background())
+	body = e.replace(t, ids[1]) // 2 listed: whole, after a whole list
 	assert.Equal(t, "2", sample(body, `duix_app_sessions_ended_total{app="a"}`))
 	assert.Equal(t, "1", sample(body, `duix_app_sessions_started_total{app="a"}`))
 }
@@ -253,11 +249,7 @@ func TestLifecycleARecordWithoutIDCutsNothing(t *testing.T) {
 			body := e.scrapeText(t, context.Background()) // the baseline
 			require.Equal(t, "3", sample(body, `duix_app_active_sessions{app="a"}`), "the record without ID is listed")
 			assert.Equal(t, "1", sample(body, `duix_app_sessions_untracked_total{app="a"}`))
-			require.True(t, e.sim.EndSession("1", a))
-			_, err = e.sim.StartSession("1", "")
-			require.NoError(t, err)
-			e.clk.Add(15 * time.Second)
-			body = e.scrapeText(t, context.Background())
+			body = e.replace(t, a)
 			assert.Equal(t, "1", sample(body, `duix_app_sessions_ended_total{app="a"}`))
 			assert.Equal(t, "1", sample(body, `duix_app_sessions_started_total{app="a"}`))
 		})
@@ -280,4 +272,14 @@ func TestTheOldestAgeIsAbsentWhileTheListFails(t *testing.T) {
 	assert.Empty(t, sample(body, `duix_app_oldest_session_age_seconds{app="a"}`))
 	e.faults.ClearFaults()
 	assert.Equal(t, "11400", sample(e.scrapeText(t, context.Background()), `duix_app_oldest_session_age_seconds{app="a"}`), "back with the list")
+}
+
+// replace ends the session id of the platform app "1" and starts another, 15 s on, and returns the scrape after that.
+func (e *env) replace(t *testing.T, id string) string {
+	t.Helper()
+	require.True(t, e.sim.EndSession("1", id))
+	_, err := e.sim.StartSession("1", "")
+	require.NoError(t, err)
+	e.clk.Add(15 * time.Second)
+	return e.scrapeText(t, context.Background())
 }

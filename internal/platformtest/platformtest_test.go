@@ -161,12 +161,21 @@ func TestFaultKinds(t *testing.T) {
 		r = e.getAs(appA, "another key", simulator.EndpointConcurrency, "appId", appA)
 		assert.Equal(t, unauthorizedBody, string(r.body), "the simulator's own refusal")
 	})
-	t.Run("forbidden403", func(t *testing.T) {
-		set(Fault{Kind: FaultForbidden403})
-		r := conc()
-		assert.Equal(t, http.StatusForbidden, r.status)
-		assert.Equal(t, `{"code":"403","message":"token not valid for this app","success":false,"data":null}`, string(r.body))
-	})
+	for name, tc := range map[string]struct {
+		kind   FaultKind
+		status int
+		body   string
+	}{
+		"forbidden403": {FaultForbidden403, http.StatusForbidden, `{"code":"403","message":"token not valid for this app","success":false,"data":null}`},
+		"successfalse": {FaultSuccessFalse, http.StatusOK, `{"code":"500","message":"internal error","success":false,"data":null}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			set(Fault{Kind: tc.kind})
+			r := conc()
+			assert.Equal(t, tc.status, r.status)
+			assert.Equal(t, tc.body, string(r.body))
+		})
+	}
 	t.Run("truncatedjson", func(t *testing.T) {
 		set(Fault{Kind: FaultTruncatedJSON})
 		r := conc()
@@ -175,12 +184,6 @@ func TestFaultKinds(t *testing.T) {
 		assert.False(t, json.Valid(r.body))
 		r = e.get(simulator.EndpointConversation)
 		assert.Equal(t, string(normalConv[:len(normalConv)/2]), string(r.body))
-	})
-	t.Run("successfalse", func(t *testing.T) {
-		set(Fault{Kind: FaultSuccessFalse})
-		r := conc()
-		assert.Equal(t, http.StatusOK, r.status)
-		assert.Equal(t, `{"code":"500","message":"internal error","success":false,"data":null}`, string(r.body))
 	})
 	t.Run("nulldata", func(t *testing.T) {
 		set(Fault{Kind: FaultNullData})
