@@ -283,6 +283,22 @@ func TestAppErrorsStartAtZeroAndCorpIDIsTheLastSeen(t *testing.T) {
 	assert.Contains(t, body, `corp_id="corp-a"`, "the last value seen")
 }
 
+// Platform text in a label is valid UTF-8 of at most 256 bytes, cut where a
+// character begins.
+func TestCorpIDIsBoundedValidUTF8(t *testing.T) {
+	for corp, want := range map[string]string{
+		strings.Repeat("c", 256):       strings.Repeat("c", 256),
+		strings.Repeat("c", 257):       strings.Repeat("c", 256),
+		strings.Repeat("c", 255) + "é": strings.Repeat("c", 255),
+		"a\xffb":                       "a\ufffdb",
+	} {
+		e := newEnv(t, appDef{name: "a", id: "1", key: "KEY-a", allowance: 3})
+		e.sim.AddApp(simulator.App{ID: "1", Key: "KEY-a", Allowance: 3, CorpID: corp})
+		body := e.scrapeText(t, context.Background())
+		assert.Contains(t, body, `duix_app_info{app="a",app_id="1",corp_id="`+want+`"} 1`, "cropId %q", corp)
+	}
+}
+
 // TestSeriesDependOnTheConfigurationAlone: a healthy app costs 8 series,
 // each configured conversation 4 more, and the session lifecycle 16 more
 // per app when it is on, whatever the platform names in its records and
@@ -755,6 +771,22 @@ func TestLastRequesterLeavingCountsNothing(t *testing.T) {
 			assert.Contains(t, body, `duix_app_errors_total{app="a"} 0`)
 		})
 	}
+}
+
+// A request already out of time when it reaches an app starts no calls for
+// it: the next request finds no fetch under way and starts its own.
+func TestARequestOutOfTimeStartsNoCalls(t *testing.T) {
+	e := newGatedEnv(t, appDef{"a", "app-a", "key-a", 5, nil})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.Contains(t, receive(t, e.scrapeAsync(t, ctx)), `duix_up{app="a"} 0`)
+	next := e.scrapeAsync(t, context.Background())
+	waitFor(t, "the next request's calls reach the platform", func() bool { return e.gate.arrived.Load() == 2 })
+	e.gate.release()
+	assert.Contains(t, receive(t, next), `duix_up{app="a"} 1`)
+	assert.Zero(t, e.shared("in_flight"), "the next request joined no fetch")
+	assert.Equal(t, int64(1), e.sim.Requests(simulator.EndpointConcurrency))
+	assert.NotContains(t, e.scrapeText(t, context.Background()), "duix_scrape_errors_total")
 }
 
 // Two probes of one app, the first with a shorter deadline: the second

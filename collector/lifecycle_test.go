@@ -139,13 +139,18 @@ func TestLifecycleStateLeavesWithTheApp(t *testing.T) {
 // within max_response_bytes may hold) is counted, not kept, so that what a
 // platform sends cannot make the state of an app grow to
 // max_response_bytes.
+// A session ID of up to 256 bytes is followed; a longer one is counted, not kept.
 func TestLifecycleDoesNotKeepOverlongSessionIDs(t *testing.T) {
-	e := newEnv(t, appDef{"a", "app-a", "key-a", 10, nil})
-	e.faults.SetFault("app-a", simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultEndlessString, Bytes: 100_000})
-	body := e.scrapeText(t, context.Background())
-	assert.Equal(t, "1", sample(body, `duix_up{app="a"}`))
-	assert.Equal(t, "1", sample(body, `duix_app_active_sessions{app="a"}`))
-	assert.Equal(t, "1", sample(body, `duix_app_sessions_untracked_total{app="a"}`))
+	prefix, suffix := simulator.SuccessParts(simulator.EndpointSessions)
+	frame := int64(len(prefix + `[{"uuid":"` + `"}]` + suffix)) // the answer around the ID
+	for id, untracked := range map[int64]string{256: "0", 257: "1", 100_000: "1"} {
+		e := newEnv(t, appDef{"a", "app-a", "key-a", 10, nil})
+		e.faults.SetFault("app-a", simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultEndlessString, Bytes: frame + id})
+		body := e.scrapeText(t, context.Background())
+		assert.Equal(t, "1", sample(body, `duix_up{app="a"}`))
+		assert.Equal(t, "1", sample(body, `duix_app_active_sessions{app="a"}`))
+		assert.Equal(t, untracked, sample(body, `duix_app_sessions_untracked_total{app="a"}`), "an ID of %d bytes", id)
+	}
 }
 
 // Over sessions.max_tracked the list is cut: a followed session missing
