@@ -513,6 +513,28 @@ func TestUnreadableKeyFile(t *testing.T) {
 	}
 }
 
+// A huge file (here a sparse one of 256 MiB) is refused after reading one
+// byte past the limit, never read whole.
+func TestAHugeFileIsNotReadWhole(t *testing.T) {
+	tmp := t.TempDir()
+	for _, name := range []string{"a.key", "duix.yml"} {
+		f, err := os.Create(filepath.Join(tmp, name))
+		require.NoError(t, err)
+		require.NoError(t, f.Truncate(256<<20))
+		require.NoError(t, f.Close())
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, keyErr := Parse([]byte("apps: [{name: a, app_id: '1', app_key_file: a.key}]"), tmp)
+	_, configErr := Load(filepath.Join(tmp, "duix.yml"))
+	runtime.ReadMemStats(&after)
+	require.Error(t, keyErr)
+	assert.Contains(t, keyErr.Error(), "is larger than 65536 bytes")
+	require.Error(t, configErr)
+	assert.Contains(t, configErr.Error(), fmt.Sprintf("is larger than %d bytes", MaxConfigFileBytes))
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(8*MaxConfigFileBytes), "a few times the limit (io.ReadAll grows its buffer), not the file")
+}
+
 func TestLoadMissingFile(t *testing.T) {
 	_, err := Load(filepath.Join("testdata", "does-not-exist.yml"))
 	require.Error(t, err)
