@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -1103,20 +1104,24 @@ func TestEndpointsAreAppendedToTheBasePathAsWritten(t *testing.T) {
 // is read: nothing waits for the end, which would hold the call's slot
 // until api.timeout and make a healthy app miss its scrape. A body cut
 // after its envelope is used too; one whose envelope is followed by the
-// start of another value is not, whether it ends late or never.
+// start of another value is not, whether it ends late or never. Nor is the
+// end of an HTTP error's body waited for.
 func TestACompleteAnswerIsNotHeldByALateEndOfItsBody(t *testing.T) {
 	const body = `{"code":"200","success":true,"data":{"cropId":"c","totalConcurrentNumber":5,"userConcurrentNumber":1}}`
 	for _, framing := range []string{"content-length", "chunked"} {
 		for name, tc := range map[string]struct {
 			tail        string
 			cut, refuse bool
-		}{"late": {tail: " \n"}, "cut": {tail: " ", cut: true}, "a value begun": {tail: ` "JUNK`, refuse: true}, "a value begun, cut": {tail: ` tr`, cut: true, refuse: true}} {
+			status      int
+		}{"late": {tail: " \n"}, "cut": {tail: " ", cut: true}, "a value begun": {tail: ` "JUNK`, refuse: true}, "a value begun, cut": {tail: ` tr`, cut: true, refuse: true},
+			"an HTTP error": {tail: " ", status: http.StatusBadGateway}} {
 			t.Run(framing+" "+name, func(t *testing.T) {
 				release := make(chan struct{})
 				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					if framing == "content-length" {
 						w.Header().Set("Content-Length", strconv.Itoa(len(body)+100))
 					}
+					w.WriteHeader(cmp.Or(tc.status, http.StatusOK))
 					_, _ = io.WriteString(w, body+tc.tail)
 					w.(http.Flusher).Flush()
 					if tc.cut {
@@ -1137,12 +1142,15 @@ func TestACompleteAnswerIsNotHeldByALateEndOfItsBody(t *testing.T) {
 				t.Cleanup(pool.Close)
 				var got *client.Concurrency
 				returnsWithin(t, func() { got, err = pool.Client("a").Concurrency(context.Background()) })
-				if tc.refuse {
+				switch {
+				case tc.status != 0:
+					require.Equal(t, client.ReasonHTTP, client.Reason(err), "%v", err)
+				case tc.refuse:
 					require.Equal(t, client.ReasonDecode, client.Reason(err), "%v", err)
-					return
+				default:
+					require.NoError(t, err)
+					assert.Equal(t, int64(5), got.TotalConcurrentNumber)
 				}
-				require.NoError(t, err)
-				assert.Equal(t, int64(5), got.TotalConcurrentNumber)
 			})
 		}
 	}
