@@ -74,10 +74,11 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	if p.now == nil {
 		p.now = time.Now
 	}
+	onErr := opts.OnSecretFileError // not opts: its Previous would be kept, and the pools before it
 	hook := func(kind, path string, err error) {
 		p.metrics.secretFileErrors.WithLabelValues(kind).Inc()
-		if opts.OnSecretFileError != nil {
-			opts.OnSecretFileError(kind, path, err)
+		if onErr != nil {
+			onErr(kind, path, err)
 		}
 	}
 	// Secret http_headers are the client's, so that they stay on base_url's origin and a file is read as a key file is:
