@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -26,6 +28,9 @@ import (
 )
 
 const exporterName = "duix_exporter"
+
+// telemetryPath is a path the mux serves as written: no pattern, escape, query or empty segment (RFC 3986's pchar).
+var telemetryPath = regexp.MustCompile(`^(/[A-Za-z0-9._~!$&'()*+,;=:@-]+)+$`)
 
 // releaseVersion is the version of this tree, used when the build did not
 // set one with -ldflags (go build, go install).
@@ -77,8 +82,8 @@ func run(args []string) int {
 		err = fmt.Errorf("--runtime.gomaxprocs must be 0 or more, got %d", o.maxProcs)
 	case o.maxRequests < 0:
 		err = fmt.Errorf("--web.max-requests must be 0 or more, got %d", o.maxRequests)
-	case !strings.HasPrefix(o.telemetryPath, "/") || strings.ContainsAny(o.telemetryPath, " \t{}"): // a path, not a ServeMux pattern
-		err = fmt.Errorf("--web.telemetry-path must be a path such as /metrics, got %.64q", o.telemetryPath)
+	case !telemetryPath.MatchString(o.telemetryPath) || path.Clean(o.telemetryPath) != o.telemetryPath: // served as written
+		err = fmt.Errorf("--web.telemetry-path must be a clean path such as /metrics, got %.64q", o.telemetryPath)
 	case o.timeoutOffset < 0: // it would lengthen scrapes past the 1 h bound of the header
 		err = fmt.Errorf("--scrape.timeout-offset must be 0 or more, got %s", o.timeoutOffset)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -375,28 +376,31 @@ func TestRuntimeSettingsUnlessToldOtherwise(t *testing.T) {
 	assert.Equal(t, 2.0, sample("go_sched_gomaxprocs_threads"), "GOMAXPROCS from the variable")
 	assert.Equal(t, 120.0, sample("go_gc_gogc_percent"), "GOGC from the variable")
 
-	out, err := exec.Command(binary, "--runtime.gomaxprocs=-1", "--demo").CombinedOutput()
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee, "a negative value is refused: %s", out)
-	assert.Equal(t, 2, ee.ExitCode())
-	assert.Contains(t, string(out), "--runtime.gomaxprocs must be 0 or more, got -1")
-
-	out, err = exec.Command(binary, "--scrape.timeout-offset=-1s", "--demo").CombinedOutput()
-	require.ErrorAs(t, err, &ee, "a negative offset is refused: %s", out)
-	assert.Equal(t, 2, ee.ExitCode())
-	assert.Contains(t, string(out), "--scrape.timeout-offset must be 0 or more, got -1s")
-
-	for flag, want := range map[string]string{
-		"--web.max-requests=-1":             "--web.max-requests must be 0 or more, got -1",
-		"--web.telemetry-path=GET /metrics": `--web.telemetry-path must be a path such as /metrics, got "GET /metrics"`,
-		"--web.telemetry-path=/{x...}":      `--web.telemetry-path must be a path such as /metrics, got "/{x...}"`,
-		"--web.telemetry-path=metrics":      `--web.telemetry-path must be a path such as /metrics, got "metrics"`,
-	} {
-		out, err = exec.Command(binary, flag, "--demo").CombinedOutput()
+	// refused runs the binary with a bad flag: it exits with 2 and says why; were the flag taken, the missing
+	// configuration file would end it with 1.
+	refused := func(flag, why string) {
+		ctx, cancel := context.WithTimeout(context.Background(), hangTimeout)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, binary, flag, "--config.file="+filepath.Join(t.TempDir(), "none.yml")).CombinedOutput()
+		var ee *exec.ExitError
 		require.ErrorAs(t, err, &ee, "%s is refused: %s", flag, out)
-		assert.Equal(t, 2, ee.ExitCode())
-		assert.Contains(t, string(out), want)
+		assert.Equal(t, 2, ee.ExitCode(), flag)
+		assert.Contains(t, string(out), why)
 	}
+	refused("--runtime.gomaxprocs=-1", "--runtime.gomaxprocs must be 0 or more, got -1")
+	refused("--scrape.timeout-offset=-1s", "--scrape.timeout-offset must be 0 or more, got -1s")
+	refused("--web.max-requests=-1", "--web.max-requests must be 0 or more, got -1")
+	// Each of these would be registered but not served as written (a redirect, a 404, a pattern or a link to a host).
+	for _, p := range []string{"GET /metrics", "/{x...}", "metrics", "", "/", "//metrics", "/./metrics", "/x/../metrics",
+		"/metrics/", "/metrics?x", "/metrics#x", "/m%65trics", "/a b", "/m\\x", "/mé"} {
+		refused("--web.telemetry-path="+p, fmt.Sprintf("--web.telemetry-path must be a clean path such as /metrics, got %q", p))
+	}
+	p := startExporter(t, "--demo", "--web.telemetry-path=/duix/m.e-t_r~i:c@s")
+	code, body := p.get(t, "/duix/m.e-t_r~i:c@s")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `duix_up{app="support-desk"} 1`)
+	_, body = p.get(t, "/")
+	assert.Contains(t, body, `href="/duix/m.e-t_r~i:c@s"`, "the landing page links to it")
 }
 
 // logLine is one log line: its keys in the order of the text, and values.
