@@ -218,34 +218,74 @@ func TestRequestLimits(t *testing.T) {
 
 	t.Run("headers that never end are cut off", func(t *testing.T) {
 		t.Parallel()
-		// The server's ReadHeaderTimeout cuts the client off; our own
-		// deadline, far beyond it, only detects a server that does not.
-		bound := web.ReadHeaderTimeout + hangTimeout
-		conn := dial(t, bound)
-		_, err := fmt.Fprintf(conn, "GET /metrics HTTP/1.1\r\nHost: %s\r\n", addr)
-		require.NoError(t, err)
-		closed := make(chan error, 1)
-		go func() {
-			_, err := io.ReadAll(conn) // nil at EOF
-			closed <- err
-		}()
-		tick := time.NewTicker(500 * time.Millisecond)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			select {
-			case err := <-closed:
-				// Closed by the server (EOF, or a reset after our last
-				// writes), not by our deadline.
-				var ne net.Error
-				require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server kept the connection beyond %s: %v", bound, err)
-				return
-			case <-tick.C:
-				// One more header line, never the empty line that ends
-				// them. Once the server has closed, writes may fail.
-				_, _ = fmt.Fprintf(conn, "X-Drip-%d: x\r\n", i)
-			}
-		}
+		headersNeverEnd(t, dial(t, web.ReadHeaderTimeout+hangTimeout), addr)
 	})
+}
+
+// headersNeverEnd starts a request on conn and sends header lines, never the
+// empty line that ends them, until the server hangs up: its ReadHeaderTimeout
+// cuts the client off, and conn's deadline, far beyond it, only detects a
+// server that does not.
+func headersNeverEnd(t *testing.T, conn net.Conn, host string) {
+	t.Helper()
+	_, err := fmt.Fprintf(conn, "GET /metrics HTTP/1.1\r\nHost: %s\r\n", host)
+	require.NoError(t, err)
+	closed := make(chan error, 1)
+	go func() {
+		_, err := io.ReadAll(conn) // nil at EOF
+		closed <- err
+	}()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case err := <-closed:
+			// Closed by the server (EOF, or a reset after our last writes), not by our deadline.
+			var ne net.Error
+			require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server kept the connection: %v", err)
+			return
+		case <-tick.C:
+			_, _ = fmt.Fprintf(conn, "X-Drip-%d: x\r\n", i) // once the server has closed, writes may fail
+		}
+	}
+}
+
+// With TLS, HTTP/2 is offered, whose server does not bound a request's
+// headers (docs/configuration.md); http_server_config's http2: false, the
+// documented switch, leaves HTTP/1.1 alone, and its 10 s bound on headers.
+func TestHTTP2CanBeTurnedOffForTheHeaderBound(t *testing.T) {
+	t.Parallel()
+	for _, http2 := range []bool{true, false} {
+		t.Run(fmt.Sprintf("http2=%v", http2), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			certFile, keyFile, pool := selfSigned(t, dir)
+			webConfig := filepath.Join(dir, "web.yml")
+			require.NoError(t, os.WriteFile(webConfig, []byte(fmt.Sprintf(
+				"tls_server_config: {cert_file: %s, key_file: %s}\nhttp_server_config: {http2: %v}\n", certFile, keyFile, http2)), 0o600))
+			tlsConfig := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
+			dial := func(p *process) (*tls.Conn, error) {
+				return tls.DialWithDialer(&net.Dialer{Timeout: hangTimeout}, "tcp", strings.TrimPrefix(p.url, "http://"), tlsConfig)
+			}
+			p := launch(t, func(p *process) bool {
+				conn, err := dial(p)
+				if err == nil {
+					conn.Close()
+				}
+				return err == nil
+			}, "--demo", "--web.config.file="+webConfig)
+			conn, err := dial(p)
+			require.NoError(t, err)
+			t.Cleanup(func() { conn.Close() })
+			if http2 {
+				assert.Equal(t, "h2", conn.ConnectionState().NegotiatedProtocol, "HTTP/2 is on by default")
+				return
+			}
+			require.Equal(t, "http/1.1", conn.ConnectionState().NegotiatedProtocol)
+			require.NoError(t, conn.SetDeadline(time.Now().Add(web.ReadHeaderTimeout+hangTimeout)))
+			headersNeverEnd(t, conn, "127.0.0.1")
+		})
+	}
 }
 
 type zeros struct{}
