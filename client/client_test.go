@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -1153,6 +1154,37 @@ func TestACompleteAnswerIsNotHeldByALateEndOfItsBody(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// An HTTP error's body is not read beyond 64 KiB: one of 256 MiB, sent as
+// fast as the connection takes it, ends the connection after at most what
+// the socket buffers hold (a few MiB), not after 50 ms of reading.
+func TestAnHTTPErrorsLongBodyIsNotRead(t *testing.T) {
+	const size = 256 << 20
+	written := make(chan int64, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		w.WriteHeader(http.StatusBadGateway)
+		chunk, n := bytes.Repeat([]byte(" "), 64<<10), int64(0)
+		for n < size {
+			m, err := w.Write(chunk)
+			if n += int64(m); err != nil {
+				break
+			}
+		}
+		written <- n
+	}))
+	t.Cleanup(srv.Close)
+	pool, _, _, err := poolWith(t, srv.URL, "{}")
+	require.NoError(t, err)
+	_, err = pool.Client("a").Concurrency(context.Background())
+	require.Equal(t, client.ReasonHTTP, client.Reason(err), "%v", err)
+	select {
+	case n := <-written:
+		assert.Less(t, n, int64(16<<20), "bytes the server could send")
+	case <-time.After(time.Minute):
+		t.Fatal("the connection was kept open")
 	}
 }
 
