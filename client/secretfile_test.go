@@ -257,6 +257,21 @@ func TestAfterARefusalABadFileIsLookedAtOnceAMinuteAgain(t *testing.T) {
 	assert.Equal(t, 1.0, e.refusals(t), "the file was looked at again within the minute, with no refusal since")
 }
 
+// A clock set back by minutes does not stop a file being looked at: the
+// minute between looks is counted either way.
+func TestAClockSetBackStillLooksAtTheFile(t *testing.T) {
+	e := newSecretFileEnv(t, client.SecretKey)
+	_, err := e.c.Concurrency(context.Background())
+	require.NoError(t, err)
+	e.replace(t, func(p string) error { return os.WriteFile(p, []byte(" \n"), 0o600) }) // empty: refused
+	e.mu.Lock()
+	e.now = e.now.Add(-2 * time.Minute)
+	e.mu.Unlock()
+	_, err = e.c.Concurrency(context.Background())
+	require.NoError(t, err, "the last good key stays in use")
+	assert.Equal(t, 1.0, e.refusals(t), "the file was looked at")
+}
+
 // badFiles make, in a file's place, what is refused instead of a secret
 // file of at most limit bytes (a TLS file's limit: it may hold lines).
 func badFiles(limit int) map[string]func(p string) error {
