@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -944,6 +945,48 @@ func TestAHeaderFileIsReadAgainAtOnceAfterARefusal(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.NoError(t, err, "the header file is read again at once after the refusal; sent: %q", got)
+}
+
+// A refusal has the header files read again at once, not the TLS files:
+// they hold no credential of the platform's, and are looked at once a
+// minute.
+func TestATLSFileIsNotReadAgainAtOnceAfterARefusal(t *testing.T) {
+	sim := platformWithApp()
+	var want atomic.Value
+	want.Store("gw-key-one")
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Gw-Key") != want.Load() {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		sim.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	gw, ca := filepath.Join(dir, "gw"), filepath.Join(dir, "ca")
+	require.NoError(t, os.WriteFile(gw, []byte("gw-key-one\n"), 0o600))
+	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600))
+	pool, reg, clock, err := poolWith(t, srv.URL, fmt.Sprintf("{http_headers: {X-Gw-Key: {files: [%q]}}, tls_config: {ca_file: %q}}", gw, ca))
+	require.NoError(t, err)
+	c := pool.Client("a")
+	_, err = c.Concurrency(context.Background())
+	require.NoError(t, err)
+
+	require.NoError(t, os.WriteFile(ca, nil, 0o600)) // refused when looked at
+	require.NoError(t, os.WriteFile(gw, []byte("gw-key-two\n"), 0o600))
+	want.Store("gw-key-two")
+	_, err = c.Concurrency(context.Background())
+	require.Equal(t, client.ReasonAuth, client.Reason(err), "the old header is refused")
+	_, err = c.Concurrency(context.Background())
+	require.NoError(t, err, "the header file is read again at once")
+	tlsRefusals := func() float64 {
+		return counterValue(t, reg, "duix_exporter_secret_file_errors_total", map[string]string{"kind": client.SecretTLS})
+	}
+	assert.Equal(t, 0.0, tlsRefusals(), "the TLS file was read again at once")
+	clock.Add(time.Minute)
+	_, err = c.Concurrency(context.Background())
+	require.NoError(t, err, "the last good CA")
+	assert.Equal(t, 1.0, tlsRefusals(), "a minute later, the TLS file is looked at")
 }
 
 // Every request says what it accepts and who asks: the pool's User-Agent

@@ -8,15 +8,18 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
@@ -1117,5 +1120,52 @@ func TestAConversationWithoutMaxConversationKeepsItsLastGoodValue(t *testing.T) 
 		assert.Contains(t, body, `duix_conversation_max_concurrent{app="a",conversation_id="c1"} 2`, "%q", max)
 		assert.Equal(t, refreshed, sample(body, `duix_conversation_last_refresh_timestamp_seconds{app="a",conversation_id="c1"}`))
 		assert.Equal(t, fmt.Sprint(i+1), sample(body, `duix_scrape_errors_total{app="a",reason="decode"}`))
+	}
+}
+
+// Reloads keep no pool they replaced: after many reloads of 1000 apps, with
+// key files, header files or inline keys, the first pool is collected and
+// the heap stays where one pool puts it.
+func TestReloadsKeepNoOldPool(t *testing.T) {
+	dir := t.TempDir()
+	keyFile, headerFile := filepath.Join(dir, "a.key"), filepath.Join(dir, "h")
+	require.NoError(t, os.WriteFile(keyFile, []byte("key-a\n"), 0o600))
+	require.NoError(t, os.WriteFile(headerFile, []byte("v\n"), 0o600))
+	for _, tc := range []struct {
+		name string
+		set  func(*config.Config, *config.App)
+	}{
+		{"app_key_file", func(_ *config.Config, a *config.App) { a.AppKeyFile = keyFile }},
+		{"app_key", func(_ *config.Config, a *config.App) { a.AppKey = "key-a" }},
+		{"http_headers file", func(c *config.Config, a *config.App) {
+			a.AppKey = "key-a"
+			c.API.HTTPClientConfig.HTTPHeaders = &promconfig.Headers{Headers: map[string]promconfig.Header{"X-H": {Files: []string{headerFile}}}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &config.Config{API: config.DefaultAPI, Sessions: config.DefaultSessions}
+			cfg.API.BaseURL = "http://127.0.0.1:1" + simulator.BasePath // no call is made
+			for i := range 1000 {
+				cfg.Apps = append(cfg.Apps, config.App{Name: fmt.Sprintf("a%d", i), AppID: fmt.Sprintf("app-%d", i)})
+				tc.set(cfg, &cfg.Apps[i])
+			}
+			exp := collector.New(collector.Options{Metrics: client.NewMetrics(prometheus.NewRegistry())})
+			require.NoError(t, exp.Apply(cfg))
+			first := weak.Make(exp.AppClient("a0"))
+			heap := func() uint64 {
+				runtime.GC()
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				return ms.HeapAlloc
+			}
+			before := heap()
+			for range 50 {
+				require.NoError(t, exp.Apply(cfg))
+			}
+			after := heap()
+			assert.Nil(t, first.Value(), "the first pool is kept")
+			assert.Less(t, int64(after)-int64(before), int64(8<<20), "the heap grew by %d bytes", int64(after)-int64(before))
+			require.NotNil(t, exp.AppClient("a0"))
+		})
 	}
 }

@@ -2,28 +2,18 @@ package collector_test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-	"weak"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	promconfig "github.com/prometheus/common/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/duix-exporter/duix_exporter/client"
-	"github.com/duix-exporter/duix_exporter/collector"
-	"github.com/duix-exporter/duix_exporter/config"
 	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
@@ -148,51 +138,4 @@ func TestReloadClosesTheOldConnections(t *testing.T) {
 	require.Positive(t, open.Load(), "the scrape left connections open for the next one")
 	require.NoError(t, e.exp.Apply(&cfg))
 	waitFor(t, "the old connections to close", func() bool { return open.Load() == 0 })
-}
-
-// Reloads keep no pool they replaced: after many reloads of 1000 apps, with
-// key files, header files or inline keys, the first pool is collected and
-// the heap stays where one pool puts it.
-func TestReloadsKeepNoOldPool(t *testing.T) {
-	dir := t.TempDir()
-	keyFile, headerFile := filepath.Join(dir, "a.key"), filepath.Join(dir, "h")
-	require.NoError(t, os.WriteFile(keyFile, []byte("key-a\n"), 0o600))
-	require.NoError(t, os.WriteFile(headerFile, []byte("v\n"), 0o600))
-	for _, tc := range []struct {
-		name string
-		set  func(*config.Config, *config.App)
-	}{
-		{"app_key_file", func(_ *config.Config, a *config.App) { a.AppKeyFile = keyFile }},
-		{"app_key", func(_ *config.Config, a *config.App) { a.AppKey = "key-a" }},
-		{"http_headers file", func(c *config.Config, a *config.App) {
-			a.AppKey = "key-a"
-			c.API.HTTPClientConfig.HTTPHeaders = &promconfig.Headers{Headers: map[string]promconfig.Header{"X-H": {Files: []string{headerFile}}}}
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := &config.Config{API: config.DefaultAPI, Sessions: config.DefaultSessions}
-			cfg.API.BaseURL = "http://127.0.0.1:1" + simulator.BasePath // no call is made
-			for i := range 1000 {
-				cfg.Apps = append(cfg.Apps, config.App{Name: fmt.Sprintf("a%d", i), AppID: fmt.Sprintf("app-%d", i)})
-				tc.set(cfg, &cfg.Apps[i])
-			}
-			exp := collector.New(collector.Options{Metrics: client.NewMetrics(prometheus.NewRegistry())})
-			require.NoError(t, exp.Apply(cfg))
-			first := weak.Make(exp.AppClient("a0"))
-			heap := func() uint64 {
-				runtime.GC()
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				return ms.HeapAlloc
-			}
-			before := heap()
-			for range 50 {
-				require.NoError(t, exp.Apply(cfg))
-			}
-			after := heap()
-			assert.Nil(t, first.Value(), "the first pool is kept")
-			assert.Less(t, int64(after)-int64(before), int64(8<<20), "the heap grew by %d bytes", int64(after)-int64(before))
-			require.NotNil(t, exp.AppClient("a0"))
-		})
-	}
 }
