@@ -746,6 +746,7 @@ func TestAHugeConfigurationIsRefusedBeforeItIsParsed(t *testing.T) {
 		"x:\u2028" + strings.Repeat("-\u2028", MaxConfigItems),
 		"x:\n" + strings.Repeat(strings.Repeat("- ", 1000)+"x\n", MaxConfigItems/1000), // nested on one line
 		strings.Repeat("{a: b, c: d}: x\n", MaxConfigItems/4),
+		"x: [&a 1, " + strings.Repeat("*a,", MaxConfigItems*2/5) + "*a]", // an alias is a node
 	} {
 		data := []byte(doc)
 		var before, after runtime.MemStats
@@ -776,6 +777,9 @@ func TestAHugeConfigurationIsRefusedBeforeItIsParsed(t *testing.T) {
 	}
 	_, err = Parse([]byte(b.String()), "") // fails later: the key files are not there
 	assert.NotContains(t, fmt.Sprint(err), "too large to parse", "10 000 apps")
+	// A Windows line ending is one line break: 200 000 of them are within the bound.
+	_, err = Parse([]byte("x:\r\n"+strings.Repeat("-\r\n", MaxConfigItems*2/3)), "")
+	assert.ErrorContains(t, err, "field x not found")
 }
 
 // The documents after the configuration are not decoded: aliases there
