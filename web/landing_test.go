@@ -77,6 +77,7 @@ func TestLandingPageShowsTheLastScrape(t *testing.T) {
 	rec, body := getLanding(t, page, "/")
 	require.Equal(t, http.StatusOK, rec.Code)
 	assert.Equal(t, "text/html; charset=UTF-8", rec.Header().Get("Content-Type"))
+	assert.Equal(t, "no-store", rec.Header().Get("Cache-Control"), "the apps' status is never shown stale")
 	assert.Contains(t, body, "<h1>duix_exporter</h1>")
 	assert.Contains(t, body, `<a href="/metrics">Metrics</a>`)
 	assert.Contains(t, body, `href="https://github.com/duix-exporter/duix_exporter#readme"`)

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestServerBounds(t *testing.T) {
@@ -14,8 +16,32 @@ func TestServerBounds(t *testing.T) {
 	assert.Equal(t, ReadHeaderTimeout, srv.ReadHeaderTimeout)
 	assert.Equal(t, IdleTimeout, srv.IdleTimeout)
 	assert.Equal(t, MaxHeaderBytes, srv.MaxHeaderBytes)
-	assert.Positive(t, srv.ReadHeaderTimeout)
-	assert.Positive(t, srv.IdleTimeout)
-	assert.LessOrEqual(t, srv.MaxHeaderBytes, 1<<20)
-	assert.LessOrEqual(t, ShutdownTimeout, 30*time.Second)
+	// As docs/configuration.md says.
+	assert.Equal(t, 10*time.Second, ReadHeaderTimeout)
+	assert.Equal(t, 2*time.Minute, IdleTimeout)
+	assert.Equal(t, 64<<10, MaxHeaderBytes)
+	assert.Equal(t, 10*time.Second, ShutdownTimeout)
+	assert.Equal(t, 10*time.Second, DefaultWriteMargin)
+}
+
+// A collector registered with both registries is unregistered from both.
+func TestRegistriesUnregisterFromBoth(t *testing.T) {
+	r, c := NewRegistries(), prometheus.NewCounter(prometheus.CounterOpts{Name: "x_total", Help: "x"})
+	r.MustRegister(c)
+	require.True(t, r.Unregister(c))
+	for i := range r {
+		assert.NoError(t, r[i].Register(c), "registry %d", i)
+	}
+	assert.False(t, NewRegistries().Unregister(c), "registered in neither")
+}
+
+// Options out of range are the defaults: a negative write margin is not a
+// deadline in the past, a negative limit not a limit of nothing.
+func TestNegativeOptionsAreTheDefaults(t *testing.T) {
+	s := serve(t, startPlatform(t).config, Options{WriteMargin: -time.Second, MaxRequests: -1})
+	for _, path := range []string{"/metrics", "/probe?app=museum-guide", "/"} {
+		code, body := s.get(t, path)
+		assert.Equal(t, http.StatusOK, code, path)
+		assert.Contains(t, body, "museum-guide", path)
+	}
 }

@@ -35,7 +35,7 @@ const (
 
 // Options configure the endpoints.
 type Options struct {
-	TelemetryPath string        // every app's metrics and the process-wide ones
+	TelemetryPath string        // every app's metrics and the process-wide ones: a path other than / (main checks it)
 	MaxRequests   int           // scrapes in flight, /metrics and /probe together; more get 503 (0: unbounded)
 	TimeoutOffset time.Duration // subtracted from the scrape timeout Prometheus sends
 	WriteMargin   time.Duration // to write an answer once it is ready (0: DefaultWriteMargin)
@@ -96,9 +96,8 @@ func NewHandler(exp *collector.Exporter, reg Registries, reload func() error, o 
 			fmt.Fprintln(w, "Configuration reloaded")
 		}
 	})
-	if o.TelemetryPath != "/" { // the landing page lists the apps with what the last scrape found; it calls nothing itself
-		mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) { landingPage(w, o, exp.Statuses()) })
-	}
+	// The landing page lists the apps with what the last scrape found; it calls nothing itself.
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) { landingPage(w, o, exp.Statuses()) })
 	for i, g := range []*gathering{s.turn, s.late} { // once the mux is built: a handler that fails registers nothing
 		reg[i].MustRegister(g)
 		g.Handler = promhttp.HandlerFor(reg[i], s.opts)
