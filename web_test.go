@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -25,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/duix-exporter/duix_exporter/internal/platformtest"
 	"github.com/duix-exporter/duix_exporter/simulator"
 	"github.com/duix-exporter/duix_exporter/web"
 )
@@ -93,10 +95,33 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 		b, err := io.ReadAll(resp.Body)
 		return resp.StatusCode, resp.Header, string(b), err
 	}
+	janitor := platformtest.FreeAddr(t) // the janitor's listener has the same TLS and basic auth
+	webhook := func(scheme string, auth bool) (int, error) {
+		req, err := http.NewRequest(http.MethodPost, scheme+"://"+janitor+"/webhook", strings.NewReader("{}"))
+		require.NoError(t, err)
+		if auth {
+			req.SetBasicAuth(user, password)
+		}
+		resp, err := trusting.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
 	p := launch(t, func(p *process) bool {
 		code, _, _, err := get(p, "/-/ready", true, password)
-		return err == nil && code == http.StatusOK
-	}, "--demo", "--web.config.file="+webConfig)
+		_, jerr := webhook("https", false)
+		return err == nil && code == http.StatusOK && jerr == nil
+	}, "--demo", "--web.config.file="+webConfig, "--janitor.listen-address="+janitor)
+	for scheme, want := range map[string]int{"https": http.StatusUnauthorized, "http": http.StatusBadRequest} {
+		code, err := webhook(scheme, false)
+		require.NoError(t, err)
+		assert.Equal(t, want, code, "the janitor's webhook over %s without credentials", scheme)
+	}
+	jcode, err := webhook("https", true)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusBadRequest, jcode, "with credentials, the payload is read (and refused)")
 
 	// The right credentials over TLS.
 	code, _, body, err := get(p, "/metrics", true, password)
@@ -293,6 +318,51 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// --web.max-requests and --scrape.timeout-offset reach the handler: with a
+// scrape waiting on a platform that never answers, the next one gets 503;
+// a scrape timeout that the offset leaves too short gets 400.
+func TestScrapeFlagsReachTheHandler(t *testing.T) {
+	t.Parallel()
+	sim := simulator.New()
+	sim.AddApp(simulator.App{ID: "1", Key: "web-test-key-0001", Allowance: 1})
+	sim.SetLatency("", "", time.Hour)
+	base, closeSim, err := sim.Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	defer closeSim()
+	cfg := filepath.Join(t.TempDir(), "duix.yml")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(
+		"api: {base_url: %q, timeout: 1h}\napps: [{name: slow, app_id: '1', app_key: web-test-key-0001}]\n", base)), 0o600))
+	p := launch(t, readyPlain, "--config.file="+cfg, "--web.max-requests=1", "--scrape.timeout-offset=2s")
+	scrape := func(ctx context.Context, timeout string) (int, string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/metrics", nil)
+		require.NoError(t, err)
+		req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", timeout)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := scrape(context.Background(), "2.05")
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, "scrape timeout too short")
+	assert.Zero(t, sim.Requests(simulator.EndpointConcurrency), "no call for a scrape refused")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	waiting := make(chan struct{})
+	go func() {
+		defer close(waiting)
+		scrape(ctx, "3600")
+	}()
+	defer func() { cancel(); <-waiting }() // the client leaves: its scrape ends
+	require.Eventually(t, func() bool { return sim.Requests(simulator.EndpointConcurrency) > 0 }, hangTimeout, 20*time.Millisecond)
+	code, body = scrape(context.Background(), "10")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "Limit of concurrent scrapes reached (1)")
 }
 
 // The bound on a graceful shutdown: a scrape that never ends (its platform
