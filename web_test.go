@@ -320,20 +320,27 @@ func (zeros) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// --web.max-requests and --scrape.timeout-offset reach the handler: with a
-// scrape waiting on a platform that never answers, the next one gets 503;
-// a scrape timeout that the offset leaves too short gets 400.
-func TestScrapeFlagsReachTheHandler(t *testing.T) {
-	t.Parallel()
+// stalledPlatform serves one app, slow, that never answers (within an hour),
+// and writes the configuration of it; the platform stops with the test.
+func stalledPlatform(t *testing.T) (*simulator.Simulator, string) {
 	sim := simulator.New()
 	sim.AddApp(simulator.App{ID: "1", Key: "web-test-key-0001", Allowance: 1})
 	sim.SetLatency("", "", time.Hour)
 	base, closeSim, err := sim.Listen("127.0.0.1:0")
 	require.NoError(t, err)
-	defer closeSim()
+	t.Cleanup(closeSim)
 	cfg := filepath.Join(t.TempDir(), "duix.yml")
 	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(
 		"api: {base_url: %q, timeout: 1h}\napps: [{name: slow, app_id: '1', app_key: web-test-key-0001}]\n", base)), 0o600))
+	return sim, cfg
+}
+
+// --web.max-requests and --scrape.timeout-offset reach the handler: with a
+// scrape waiting on a platform that never answers, the next one gets 503;
+// a scrape timeout that the offset leaves too short gets 400.
+func TestScrapeFlagsReachTheHandler(t *testing.T) {
+	t.Parallel()
+	sim, cfg := stalledPlatform(t)
 	p := launch(t, readyPlain, "--config.file="+cfg, "--web.max-requests=1", "--scrape.timeout-offset=2s")
 	scrape := func(ctx context.Context, timeout string) (int, string) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/metrics", nil)
@@ -373,15 +380,7 @@ func TestScrapeFlagsReachTheHandler(t *testing.T) {
 func TestSIGTERMStopsWithinTheBound(t *testing.T) {
 	t.Parallel()
 	// A platform that never answers, and a scrape waiting on it.
-	sim := simulator.New()
-	sim.AddApp(simulator.App{ID: "1", Key: "web-test-key-0001", Allowance: 1})
-	sim.SetLatency("", "", time.Hour)
-	base, closeSim, err := sim.Listen("127.0.0.1:0")
-	require.NoError(t, err)
-	defer closeSim()
-	cfg := filepath.Join(t.TempDir(), "duix.yml")
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(
-		"api:\n  base_url: %q\n  timeout: 1h\napps:\n  - name: slow\n    app_id: \"1\"\n    app_key: web-test-key-0001\n", base)), 0o600))
+	sim, cfg := stalledPlatform(t)
 	p := launch(t, readyPlain, "--config.file="+cfg)
 
 	scrape := make(chan error, 1)
