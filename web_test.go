@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -409,4 +410,26 @@ func TestSIGTERMStopsWithinTheBound(t *testing.T) {
 	logs := p.Out.String()
 	assert.Contains(t, logs, "Shutting down")
 	assert.Contains(t, logs, "Graceful shutdown timed out", "the bound ended the shutdown, not the scrape")
+}
+
+// A listener that cannot start, the main one or the janitor's, ends the
+// process with 1 and says why: the exporter never runs without one of them.
+func TestAListenerThatCannotStartEndsTheProcess(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	for name, flags := range map[string][]string{
+		"metrics": {"--web.listen-address=" + taken.Addr().String()},
+		"janitor": {"--web.listen-address=" + platformtest.FreeAddr(t), "--janitor.listen-address=" + taken.Addr().String()},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), hangTimeout)
+		out, err := exec.CommandContext(ctx, binary, append(flags, "--demo")...).CombinedOutput()
+		cancel()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "%s: %s", name, out)
+		assert.Equal(t, 1, ee.ExitCode(), name)
+		assert.Contains(t, string(out), "HTTP server failed", name)
+		assert.Contains(t, string(out), "address already in use", name)
+	}
 }
