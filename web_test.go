@@ -321,12 +321,12 @@ func (zeros) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// stalledPlatform serves one app, slow, that never answers (within an hour),
-// and writes the configuration of it; the platform stops with the test.
-func stalledPlatform(t *testing.T) (*simulator.Simulator, string) {
+// slowPlatform serves one app, slow, that answers after latency, and writes
+// the configuration of it; the platform stops with the test.
+func slowPlatform(t *testing.T, latency time.Duration) (*simulator.Simulator, string) {
 	sim := simulator.New()
 	sim.AddApp(simulator.App{ID: "1", Key: "web-test-key-0001", Allowance: 1})
-	sim.SetLatency("", "", time.Hour)
+	sim.SetLatency("", "", latency)
 	base, closeSim, err := sim.Listen("127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(closeSim)
@@ -341,7 +341,7 @@ func stalledPlatform(t *testing.T) (*simulator.Simulator, string) {
 // a scrape timeout that the offset leaves too short gets 400.
 func TestScrapeFlagsReachTheHandler(t *testing.T) {
 	t.Parallel()
-	sim, cfg := stalledPlatform(t)
+	sim, cfg := slowPlatform(t, time.Hour)
 	p := launch(t, readyPlain, "--config.file="+cfg, "--web.max-requests=1", "--scrape.timeout-offset=2s")
 	scrape := func(ctx context.Context, timeout string) (int, string) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/metrics", nil)
@@ -381,7 +381,7 @@ func TestScrapeFlagsReachTheHandler(t *testing.T) {
 func TestSIGTERMStopsWithinTheBound(t *testing.T) {
 	t.Parallel()
 	// A platform that never answers, and a scrape waiting on it.
-	sim, cfg := stalledPlatform(t)
+	sim, cfg := slowPlatform(t, time.Hour)
 	p := launch(t, readyPlain, "--config.file="+cfg)
 
 	scrape := make(chan error, 1)
@@ -432,4 +432,34 @@ func TestAListenerThatCannotStartEndsTheProcess(t *testing.T) {
 		assert.Contains(t, string(out), "HTTP server failed", name)
 		assert.Contains(t, string(out), "address already in use", name)
 	}
+}
+
+// A SIGTERM lets a scrape in flight end and be answered, within the bound.
+func TestSIGTERMLetsAScrapeInFlightEnd(t *testing.T) {
+	t.Parallel()
+	sim, cfg := slowPlatform(t, time.Second)
+	p := launch(t, readyPlain, "--config.file="+cfg)
+	type answer struct {
+		code int
+		body string
+		err  error
+	}
+	scrape := make(chan answer, 1)
+	go func() {
+		resp, err := http.Get(p.url + "/metrics")
+		if err != nil {
+			scrape <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		scrape <- answer{resp.StatusCode, string(b), err}
+	}()
+	require.Eventually(t, func() bool { return sim.Requests(simulator.EndpointConcurrency) > 0 }, hangTimeout, 5*time.Millisecond)
+	require.NoError(t, p.Stop(web.ShutdownTimeout+hangTimeout), "exit status 0 after SIGTERM:\n%s", p.Out.String())
+	a := <-scrape
+	require.NoError(t, a.err, "the scrape in flight was cut off")
+	assert.Equal(t, http.StatusOK, a.code)
+	assert.Contains(t, a.body, `duix_up{app="slow"} 1`)
+	assert.NotContains(t, p.Out.String(), "Graceful shutdown timed out")
 }
