@@ -321,6 +321,25 @@ func (zeros) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// scrape gets /metrics with the headers given as name, value pairs: its
+// status and body, or the error that cut it off.
+func (p *process) scrape(ctx context.Context, header ...string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/metrics", nil)
+	if err != nil {
+		return 0, "", err
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
 // slowPlatform serves one app, slow, that answers after latency, and writes
 // the configuration of it; the platform stops with the test.
 func slowPlatform(t *testing.T, latency time.Duration) (*simulator.Simulator, string) {
@@ -344,16 +363,8 @@ func TestScrapeFlagsReachTheHandler(t *testing.T) {
 	sim, cfg := slowPlatform(t, time.Hour)
 	p := launch(t, readyPlain, "--config.file="+cfg, "--web.max-requests=1", "--scrape.timeout-offset=2s")
 	scrape := func(ctx context.Context, timeout string) (int, string) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/metrics", nil)
-		require.NoError(t, err)
-		req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", timeout)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		code, body, _ := p.scrape(ctx, "X-Prometheus-Scrape-Timeout-Seconds", timeout)
+		return code, body
 	}
 	code, body := scrape(context.Background(), "2.05")
 	assert.Equal(t, http.StatusBadRequest, code)
@@ -386,11 +397,7 @@ func TestSIGTERMStopsWithinTheBound(t *testing.T) {
 
 	scrape := make(chan error, 1)
 	go func() {
-		resp, err := http.Get(p.url + "/metrics")
-		if err == nil {
-			_, err = io.ReadAll(resp.Body)
-			resp.Body.Close()
-		}
+		_, _, err := p.scrape(context.Background())
 		scrape <- err
 	}()
 	require.Eventually(t, func() bool { return sim.Requests(simulator.EndpointConcurrency) > 0 }, hangTimeout, 20*time.Millisecond)
@@ -446,14 +453,8 @@ func TestSIGTERMLetsAScrapeInFlightEnd(t *testing.T) {
 	}
 	scrape := make(chan answer, 1)
 	go func() {
-		resp, err := http.Get(p.url + "/metrics")
-		if err != nil {
-			scrape <- answer{err: err}
-			return
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		scrape <- answer{resp.StatusCode, string(b), err}
+		code, body, err := p.scrape(context.Background())
+		scrape <- answer{code, body, err}
 	}()
 	require.Eventually(t, func() bool { return sim.Requests(simulator.EndpointConcurrency) > 0 }, hangTimeout, 5*time.Millisecond)
 	require.NoError(t, p.Stop(web.ShutdownTimeout+hangTimeout), "exit status 0 after SIGTERM:\n%s", p.Out.String())
