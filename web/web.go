@@ -36,9 +36,9 @@ const (
 // Options configure the endpoints.
 type Options struct {
 	TelemetryPath string        // every app's metrics and the process-wide ones: a path other than / (main checks it)
-	MaxRequests   int           // scrapes in flight, /metrics and /probe together; more get 503 (0: unbounded)
+	MaxRequests   int           // scrapes in flight, /metrics and /probe together; more get 503 (0 or less: unbounded)
 	TimeoutOffset time.Duration // subtracted from the scrape timeout Prometheus sends
-	WriteMargin   time.Duration // to write an answer once it is ready (0: DefaultWriteMargin)
+	WriteMargin   time.Duration // to write an answer once it is ready (0 or less: DefaultWriteMargin)
 	Logger        log.Logger
 	Janitor       interface{ Enabled() bool } // the landing page shows Enabled and Recent, its last decisions (nil: off)
 }
