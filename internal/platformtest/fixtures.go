@@ -1,6 +1,8 @@
 package platformtest
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"testing"
 
@@ -24,16 +26,28 @@ func Start(tb testing.TB, sim *simulator.Simulator) (baseURL string, f *Faults) 
 
 // FreeAddr returns a loopback address ("127.0.0.1:port") on which nothing
 // listens at the moment: for a process the test starts, or for a
-// connection that must be refused.
+// connection that must be refused. The port is below Linux's ephemeral
+// range (32768-60999 by default), so that no socket bound to port 0 (the
+// demo's own simulator in the process under test, say) takes it before the
+// process listens on it; a port from the kernel if none is found there.
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("finding a free port: %v", err)
+	const tries = 100
+	for i := 0; ; i++ {
+		addr := "127.0.0.1:0"
+		if i < tries {
+			addr = fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(32768-10000))
+		}
+		l, err := net.Listen("tcp", addr)
+		if err != nil && i < tries {
+			continue // taken
+		}
+		if err == nil {
+			addr, err = l.Addr().String(), l.Close()
+		}
+		if err != nil {
+			tb.Fatalf("finding a free port: %v", err)
+		}
+		return addr
 	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		tb.Fatalf("finding a free port: %v", err)
-	}
-	return addr
 }

@@ -612,6 +612,9 @@ func TestStartServesUntilTheTestEnds(t *testing.T) {
 func TestFreeAddr(t *testing.T) {
 	addr := FreeAddr(t)
 	assert.True(t, strings.HasPrefix(addr, "127.0.0.1:"), addr)
+	port, err := strconv.Atoi(strings.TrimPrefix(addr, "127.0.0.1:"))
+	require.NoError(t, err)
+	assert.Less(t, port, 32768, "below the ephemeral range: no socket bound to port 0 takes it")
 	l, err := net.Listen("tcp", addr)
 	require.NoError(t, err, "free to listen on")
 	require.NoError(t, l.Close())

@@ -1019,10 +1019,7 @@ func TestServeWithBasicAuth(t *testing.T) {
 // connections.
 func serve(t *testing.T, srv *http.Server, webConfig string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	addr := platformtest.FreeAddr(t)
 	systemd := false
 	flags := &toolkit.FlagConfig{WebListenAddresses: &[]string{addr}, WebSystemdSocket: &systemd, WebConfigFile: &webConfig}
 	done := make(chan error, 1)
