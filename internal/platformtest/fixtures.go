@@ -36,7 +36,7 @@ func FreeAddr(tb testing.TB) string {
 	for i := 0; ; i++ {
 		addr := "127.0.0.1:0"
 		if i < tries {
-			addr = fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(32768-10000))
+			addr = fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(32768-10000)) // #nosec G404 -- a port to try, not a secret
 		}
 		l, err := net.Listen("tcp", addr)
 		if err != nil && i < tries {
