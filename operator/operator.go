@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
@@ -175,8 +176,8 @@ func checkID(flag, v string) error {
 		return fmt.Errorf("--%s is empty", flag)
 	case len(v) > 256:
 		return fmt.Errorf("--%s is longer than 256 bytes", flag)
-	case strings.IndexFunc(v, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) >= 0:
-		return fmt.Errorf("--%s %q contains spaces or control characters", flag, printable(v, 64))
+	case !utf8.ValidString(v) || strings.IndexFunc(v, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) || disguising(r) }) >= 0:
+		return fmt.Errorf("--%s %q contains spaces, control or format characters, or bytes that are not UTF-8", flag, printable(v, 64))
 	}
 	return nil
 }

@@ -133,7 +133,10 @@ func TestOperatorCommandsValidateTheirArguments(t *testing.T) {
 		{[]string{"sessions", "list", "--app=sales-avatar", "--output=yaml"}, "yaml"},
 		{[]string{"sessions", "stop", "--app=sales-avatar"}, "--session"},
 		{[]string{"sessions", "stop", "--app=sales-avatar", "--session= ", "--yes"}, "--session is empty"},
-		{[]string{"sessions", "stop", "--app=sales-avatar", "--session=a b", "--yes"}, "contains spaces or control characters"},
+		{[]string{"sessions", "stop", "--app=sales-avatar", "--session=a b", "--yes"}, "contains spaces, control"},
+		{[]string{"sessions", "stop", "--app=sales-avatar", "--session=ab\u202ecd", "--yes"}, `"ab?cd" contains spaces, control or format characters`},
+		{[]string{"sessions", "stop", "--app=sales-avatar", "--session=ab\xffcd", "--yes"}, "not UTF-8"},
+		{[]string{"conversation", "show", "--app=sales-avatar", "--id=1\u200b2"}, "--id \"1?2\" contains"},
 		{[]string{"conversation", "show", "--app=sales-avatar"}, "--id"},
 		{[]string{"conversation", "show", "--app=sales-avatar", "--id="}, "--id is empty"},
 	} {
