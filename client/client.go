@@ -212,8 +212,8 @@ func (c *Client) Concurrency(ctx context.Context) (*Concurrency, error) {
 	switch {
 	case err != nil:
 		return nil, err
-	case v.T == nil || v.U == nil:
-		return nil, &Error{Endpoint: EndpointConcurrency, App: c.name, Reason: ReasonDecode, detail: "no totalConcurrentNumber or userConcurrentNumber", err: errShape}
+	case v.T == nil || v.U == nil || *v.T < 0 || *v.U < 0: // a count below 0 is none
+		return nil, &Error{Endpoint: EndpointConcurrency, App: c.name, Reason: ReasonDecode, detail: "no totalConcurrentNumber or userConcurrentNumber, or one below 0", err: errShape}
 	}
 	return &Concurrency{CropID: v.CropID, TotalConcurrentNumber: *v.T, UserConcurrentNumber: *v.U}, nil
 }

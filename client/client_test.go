@@ -343,10 +343,12 @@ func TestNullSessionDataIsEmptyButNullConcurrencyIsAnError(t *testing.T) {
 	assert.Equal(t, client.ReasonDecode, client.Reason(err))
 }
 
-// An answer of getconcurrentNumber without both numbers is not the
-// documented one: a decode error, never zeros that look like free capacity.
+// An answer of getconcurrentNumber without both numbers, or with one below
+// 0, is not the documented one: a decode error, never zeros that look like
+// free capacity, nor a negative use that no alert would ever fire on.
 func TestConcurrencyWithoutItsNumbersIsADecodeError(t *testing.T) {
-	for _, data := range []string{`{}`, `{"totalConcurrentNumber":5}`, `{"totalConcurrentNumber":5,"userConcurrentNumber":null}`, `{"userConcurrentNumber":1,"cropId":"c"}`} {
+	for _, data := range []string{`{}`, `{"totalConcurrentNumber":5}`, `{"totalConcurrentNumber":5,"userConcurrentNumber":null}`, `{"userConcurrentNumber":1,"cropId":"c"}`,
+		`{"totalConcurrentNumber":5,"userConcurrentNumber":-2}`, `{"totalConcurrentNumber":-1,"userConcurrentNumber":0}`} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write([]byte(`{"code":"200","success":true,"data":` + data + `}`))
 		}))

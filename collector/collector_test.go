@@ -1107,7 +1107,7 @@ func TestAConversationWithoutMaxConversationKeepsItsLastGoodValue(t *testing.T) 
 	refreshed := sample(body, `duix_conversation_last_refresh_timestamp_seconds{app="a",conversation_id="c1"}`)
 	prefix, suffix := simulator.SuccessParts(simulator.EndpointConversation)
 	next := e.gate.next
-	for i, max := range []string{``, `"maxConversation":null,`} {
+	for i, max := range []string{``, `"maxConversation":null,`, `"maxConversation":-7,`} {
 		e.gate.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointConversation) {
 				next.ServeHTTP(w, r)

@@ -72,8 +72,8 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 				for _, id := range due {
 					var conv *conversationDetails
 					err := e.call(st, set, client.EndpointConversation, func(ctx context.Context) (err error) {
-						if conv, err = client.GetConversation[conversationDetails](ctx, c, id); err == nil && conv.MaxConversation == nil {
-							err = &client.Error{Endpoint: client.EndpointConversation, App: st.name, Reason: client.ReasonDecode} // never a made-up 0
+						if conv, err = client.GetConversation[conversationDetails](ctx, c, id); err == nil && (conv.MaxConversation == nil || *conv.MaxConversation < 0) {
+							err = &client.Error{Endpoint: client.EndpointConversation, App: st.name, Reason: client.ReasonDecode} // never a made-up 0, nor one below 0
 						}
 						return err
 					})
