@@ -32,15 +32,12 @@ const exporterName = "duix_exporter"
 // telemetryPath is a path the mux serves as written: no pattern, escape, query or empty segment (RFC 3986's pchar).
 var telemetryPath = regexp.MustCompile(`^(/[A-Za-z0-9._~!$&'()*+,;=:@-]+)+$`)
 
-// releaseVersion is the version of this tree, used when the build did not
-// set one with -ldflags (go build, go install).
+// releaseVersion is the version of this tree, used when the build did not set one with -ldflags (go build, go install).
 //
 //go:embed VERSION
 var releaseVersion string
 
-func main() {
-	os.Exit(run(os.Args[1:]))
-}
+func main() { os.Exit(run(os.Args[1:])) }
 
 // run parses the command line and runs the chosen command; it returns the process exit code.
 func run(args []string) int {
@@ -72,7 +69,6 @@ func run(args []string) int {
 	app.Flag("demo", "Run against a built-in simulator of the platform with three demo apps; no configuration file or credentials needed.").BoolVar(&o.demo)
 
 	sim, so := simulator.Command(app)
-
 	ops := operator.Register(app)
 
 	cmd, err := app.Parse(args)
@@ -127,8 +123,7 @@ func newLogger(w io.Writer, lvl, format string) (log.Logger, *slog.Logger) {
 	// Caller(5): the call site, past level's and the filter's Log.
 	own := level.NewFilter(log.With(out, "ts", log.DefaultTimestampUTC, "caller", log.Caller(5)), allow)
 	stamped := log.With(out, "ts", log.DefaultTimestampUTC)
-	// The bridge logs level, [caller,] [time,] msg, attributes: the level
-	// moves after the caller and the record's time gives way to ts.
+	// The bridge logs level, [caller,] [time,] msg, attributes: level goes after caller, the record's time gives way to ts.
 	bridged := log.LoggerFunc(func(kv ...any) error {
 		head, i := make([]any, 0, len(kv)), 2
 		if len(kv) > i+1 && kv[i] == "caller" {

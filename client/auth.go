@@ -70,12 +70,10 @@ func (f *secretFile) read(now time.Time) (string, bool, error) {
 // start reads the file as it is now, as the pool is built: one that fails now fails the configuration (a TLS
 // file) or the app's calls, and is no refused change to report.
 func (f *secretFile) start(now time.Time) {
-	if f != nil {
-		hook := f.hook
-		f.hook, f.reread = func(string, string, error) {}, true
-		_, _, _ = f.read(now)
-		f.hook = hook
-	}
+	hook := f.hook
+	f.hook, f.reread = func(string, string, error) {}, true
+	_, _, _ = f.read(now)
+	f.hook = hook
 }
 
 // tokenSource gives an app's token: a JWT (HS256; appId, iat, exp) minted from its key, renewed a fifth of its lifetime
@@ -101,19 +99,6 @@ func newTokenSource(app config.App, auth string, last *appRecord, now func() tim
 		s.file = &secretFile{path: app.AppKeyFile, kind: SecretKey, hook: hook}
 	} else if app.TokenFile != "" {
 		s.file = &secretFile{path: app.TokenFile, kind: SecretToken, hook: hook}
-	}
-	return s
-}
-
-// follow makes s the successor of old, the app's source in the pool s's replaces (nil: none): old's last good value
-// of the same file is kept should the file no longer be good.
-func (s *tokenSource) follow(old *tokenSource) *tokenSource {
-	if old != nil {
-		old.mu.Lock()
-		defer old.mu.Unlock()
-		if s.file != nil && old.file != nil && s.file.path == old.file.path && s.file.kind == old.file.kind {
-			s.file.value = old.file.value
-		}
 	}
 	return s
 }

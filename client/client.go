@@ -10,12 +10,14 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	promconfig "github.com/prometheus/common/config"
@@ -44,22 +46,21 @@ type PoolOptions struct {
 // Pool holds one Client per configured app, sharing one HTTP client of
 // prometheus/common (TLS, proxy, http_headers, redirects) and its connections.
 type Pool struct {
-	http     *http.Client
-	base     *url.URL
-	baseURL  string   // as written: url.JoinPath would clean its path
-	headers  []header // the secret http_headers
-	files    *files   // of http_headers and tls_config
-	auth     string   // the header of the token: Authorization (Bearer) or Token
-	ua       []string
-	timeout  time.Duration
-	maxBytes int64
-	metrics  *Metrics
-	now      func() time.Time
-	clients  map[string]*Client
-	records  map[[2]string]*appRecord // by platform (base_url's origin and path) and app_id, of every app configured since the first pool
-	mu       sync.Mutex
-	inFlight int // calls begun and not ended
-	closed   bool
+	http          *http.Client
+	base          *url.URL
+	baseURL, auth string   // base_url as written (url.JoinPath would clean its path); the token's header: Authorization or Token
+	headers       []header // the secret http_headers
+	files         *files   // of http_headers and tls_config
+	ua            []string
+	timeout       time.Duration
+	maxBytes      int64
+	metrics       *Metrics
+	now           func() time.Time
+	clients       map[string]*Client
+	records       map[[2]string]*appRecord // by platform (base_url's origin and path) and app_id, of every app configured since the first pool
+	mu            sync.Mutex
+	inFlight      int // calls begun and not ended
+	closed        bool
 }
 
 // NewPool builds the clients for every app of cfg, reading their files; it makes no request.
@@ -110,7 +111,11 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 			*f[0], *f[1] = "", file(path, SecretTLS)
 		}
 	}
-	if p.http, err = promconfig.NewClientFromConfig(hcfg, "duix_exporter", promconfig.WithIdleConnTimeout(90*time.Second), promconfig.WithSecretManager(p.files)); err != nil {
+	if p.http, err = promconfig.NewClientFromConfig(hcfg, "duix_exporter", promconfig.WithIdleConnTimeout(90*time.Second), promconfig.WithSecretManager(p.files),
+		promconfig.WithDialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := new(net.Dialer).DialContext(ctx, network, addr)
+			return &capped{Conn: conn, limit: p.maxBytes + 128<<10}, err // room for the headers and the 64 KiB read past; unused on an error
+		}), promconfig.WithHTTP2Disabled()); err != nil { // HTTP/2 off: a connection holds one answer at a time, as capped needs
 		return nil, err
 	}
 	prefix := "Bearer "
@@ -133,22 +138,46 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 		}
 		return nil
 	}
-	prev := map[string]*tokenSource{} // by app_id: what a reload follows
+	prev := map[[3]string]string{} // by app_id, kind and path, the last good values of the replaced pool's files: kept should one no longer be good
 	if opts.Previous != nil {
 		maps.Copy(p.records, opts.Previous.records)
 		for _, c := range opts.Previous.clients {
-			prev[c.tokens.appID] = c.tokens
+			c.tokens.mu.Lock()
+			if f := c.tokens.file; f != nil {
+				prev[[3]string{c.tokens.appID, f.kind, f.path}] = f.value
+			}
+			c.tokens.mu.Unlock()
 		}
 	}
 	platform := origin(base) + base.Path // a Retry-After is the platform's
 	for _, app := range cfg.Apps {
 		rec := [2]string{platform, app.AppID}
 		p.records[rec] = cmp.Or(p.records[rec], &appRecord{})
-		tokens := newTokenSource(app, prefix, p.records[rec], p.now, hook).follow(prev[app.AppID])
-		tokens.file.start(p.now())
+		tokens := newTokenSource(app, prefix, p.records[rec], p.now, hook)
+		if f := tokens.file; f != nil {
+			f.value = prev[[3]string{app.AppID, f.kind, f.path}]
+			f.start(p.now())
+		}
 		p.clients[app.Name] = &Client{p: p, name: app.Name, appQuery: url.Values{"appId": {app.AppID}}.Encode(), tokens: tokens}
 	}
 	return p, nil
+}
+
+// capped fails a connection's reads past limit bytes since its last write: net/http reads up to 10 MiB of an answer's headers.
+type capped struct {
+	net.Conn
+	limit int64
+	left  atomic.Int64 // what may be read before the next write
+}
+
+func (c *capped) Write(b []byte) (int, error) { c.left.Store(c.limit); return c.Conn.Write(b) }
+
+func (c *capped) Read(b []byte) (n int, err error) {
+	if err = ErrBodyTooLarge; c.left.Load() >= 0 { // the next read past the limit fails, not the one that passes it
+		n, err = c.Conn.Read(b)
+		c.left.Add(-int64(n))
+	}
+	return n, err
 }
 
 // Client returns the client of the app with that name, or nil.
@@ -227,11 +256,8 @@ func GetConversation[T any](ctx context.Context, c *Client, id string) (*T, erro
 // getObject calls an endpoint whose data is one object, not null.
 func getObject[T any](ctx context.Context, c *Client, endpoint, query string) (*T, error) {
 	var out *T
-	if _, err := c.call(ctx, endpoint, query, func(dec *json.Decoder) error { return dec.Decode(&out) }); err != nil {
-		return nil, err
-	}
-	if out == nil {
-		return nil, &Error{Endpoint: endpoint, App: c.name, Reason: ReasonDecode, detail: "data is null", err: errShape}
+	if _, err := c.call(ctx, endpoint, query, func(dec *json.Decoder) error { return dec.Decode(&out) }); err != nil || out == nil {
+		return nil, cmp.Or(err, error(&Error{Endpoint: endpoint, App: c.name, Reason: ReasonDecode, detail: "data is null", err: errShape}))
 	}
 	return out, nil
 }
@@ -419,10 +445,9 @@ func decodeEnvelope(dec *json.Decoder, data func(*json.Decoder) error) (env enve
 		}
 	}
 	if err == nil {
-		_, err = dec.Token() // '}'
-	}
-	if err == nil && !hasSuccess {
-		err = errShape
+		if _, err = dec.Token(); err == nil && !hasSuccess { // '}', and success is required
+			err = errShape
+		}
 	}
 	if dataErr != nil && (err != nil || env.success) {
 		err = dataErr

@@ -99,6 +99,8 @@ func transportError(err error) *Error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
 		e.Reason, e.detail = ReasonTimeout, "deadline exceeded"
+	case errors.Is(err, ErrBodyTooLarge): // its headers (capped)
+		e.Reason, e.detail = ReasonDecode, ErrBodyTooLarge.Error()
 	case errors.Is(err, context.Canceled):
 		e.detail = "canceled (interrupted)"
 	case errors.As(err, &errno):

@@ -20,19 +20,13 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	f := promauto.With(reg)
 	m := &Metrics{
-		requests: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "duix_api_requests_total",
-			Help: "Requests made to the platform API, by endpoint and HTTP status code (\"error\" when no response arrived; a status outside the common ones as its class, such as \"5xx\", or \"other\").",
-		}, []string{"endpoint", "code"}),
-		duration: f.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "duix_api_request_duration_seconds",
+		requests: f.NewCounterVec(prometheus.CounterOpts{Name: "duix_api_requests_total",
+			Help: "Requests made to the platform API, by endpoint and HTTP status code (\"error\" when no response arrived; a status outside the common ones as its class, such as \"5xx\", or \"other\")."}, []string{"endpoint", "code"}),
+		duration: f.NewHistogramVec(prometheus.HistogramOpts{Name: "duix_api_request_duration_seconds",
 			Help:    "Time from sending a request to the platform API until its body was read, by endpoint.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}, []string{"endpoint"}),
-		secretFileErrors: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "duix_exporter_secret_file_errors_total",
-			Help: "Times a changed app key file (kind=\"key\"), token file (\"token\"), file of http_headers (\"header\") or of tls_config (\"tls\") was refused (not a regular file, too large, empty, more than one line, unreadable or gone); the last good one stays in use.",
-		}, []string{"kind"}),
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"endpoint"}),
+		secretFileErrors: f.NewCounterVec(prometheus.CounterOpts{Name: "duix_exporter_secret_file_errors_total",
+			Help: "Times a changed app key file (kind=\"key\"), token file (\"token\"), file of http_headers (\"header\") or of tls_config (\"tls\") was refused (not a regular file, too large, empty, more than one line, unreadable or gone); the last good one stays in use."}, []string{"kind"}),
 	}
 	for _, kind := range []string{SecretKey, SecretToken, SecretHeader, SecretTLS} { // every series from the start
 		m.secretFileErrors.WithLabelValues(kind)

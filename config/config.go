@@ -90,7 +90,7 @@ type API struct {
 	MaxResponseBytes    int64          `yaml:"max_response_bytes"`   // per response body, 1024..1 GiB
 	MinInterval         model.Duration `yaml:"min_interval"`         // results younger than this are reused; 0: off
 	ConversationRefresh model.Duration `yaml:"conversation_refresh"` // how often conversation details are fetched, > 0
-	// HTTPClientConfig configures TLS, proxy, redirects and HTTP/2; no credentials, which are per app.
+	// HTTPClientConfig configures TLS, proxy and redirects (calls use HTTP/1.1: enable_http2 has no effect); no credentials.
 	HTTPClientConfig promconfig.HTTPClientConfig `yaml:"http_client,omitempty"`
 }
 
