@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -15,7 +14,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -1233,43 +1231,6 @@ func TestAnHTTPErrorsLongBodyIsNotRead(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the connection was kept open")
 	}
-}
-
-// An answer's headers count toward max_response_bytes: net/http alone
-// would take 9 MiB of them (its limit is 10 MiB) and the call would
-// succeed, on every connection at once. The call fails as an answer too
-// large, having allocated a fraction of them.
-func TestAnAnswersHeadersAreBoundedByMaxResponseBytes(t *testing.T) {
-	line := "X-A: " + strings.Repeat("a", 1000) + "\r\n"
-	body := `{"success":true,"data":{"totalConcurrentNumber":5,"userConcurrentNumber":1}}`
-	answer := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + strings.Repeat(line, (9<<20)/len(line)) +
-		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				_, _ = http.ReadRequest(bufio.NewReader(conn))
-				_, _ = conn.Write(answer)
-			}()
-		}
-	}()
-	pool, _, _, err := poolWith(t, "http://"+ln.Addr().String(), "{}") // max_response_bytes: 512 KiB
-	require.NoError(t, err)
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	_, err = pool.Client("a").Concurrency(context.Background())
-	runtime.ReadMemStats(&after)
-	require.Error(t, err)
-	assert.Equal(t, client.ReasonDecode, client.Reason(err), "%v", err)
-	assert.Contains(t, err.Error(), "answer larger than max_response_bytes")
-	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(6<<20), "bytes allocated by the call")
 }
 
 // Calls speak HTTP/1.1 to a platform that offers HTTP/2 (one answer per

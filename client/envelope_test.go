@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -220,26 +221,14 @@ func TestACodeThatEchoesASecretIsLeftOut(t *testing.T) {
 // the call's deadline does not close: it is closed, not drained, and the
 // call ends however long the platform holds the connection.
 func TestA101AnswerEndsTheCall(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
 	held := make(chan struct{})
-	t.Cleanup(func() { close(held); ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				_, _ = http.ReadRequest(bufio.NewReader(conn))
-				_, _ = conn.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"))
-				<-held // until the test ends
-			}()
-		}
-	}()
+	t.Cleanup(func() { close(held) })
+	base := rawPlatform(t, func(conn net.Conn) {
+		_, _ = conn.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"))
+		<-held // until the test ends
+	})
 	f := newFixture(t, config.AuthHeaderAuthorization)
-	f.cfg.API.BaseURL = "http://" + ln.Addr().String()
+	f.cfg.API.BaseURL = base
 	f.cfg.API.Timeout = model.Duration(time.Second)
 	c, done := f.client(t), make(chan error, 1)
 	go func() { _, err := c.Concurrency(context.Background()); done <- err }()
@@ -422,4 +411,49 @@ func TestAKeyFileRewrittenInPlaceMintsWithTheNewKeyAtOnce(t *testing.T) {
 	assert.True(t, signedWith("first-key-aaaa"), "looked at once a minute")
 	clock = clock.Add(time.Minute)
 	assert.True(t, signedWith("other-key-bbbb"), "the new key, at once")
+}
+
+// rawPlatform is a platform on loopback that reads each request and has
+// answer write the bytes of its answer; it returns the base URL.
+func rawPlatform(t *testing.T, answer func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				_, _ = http.ReadRequest(bufio.NewReader(conn))
+				answer(conn)
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// An answer's headers count toward max_response_bytes: net/http alone
+// would take 9 MiB of them (its limit is 10 MiB) and the call would
+// succeed, on every connection at once. The call fails as an answer too
+// large, having allocated a fraction of them.
+func TestAnAnswersHeadersAreBoundedByMaxResponseBytes(t *testing.T) {
+	line := "X-A: " + strings.Repeat("a", 1000) + "\r\n"
+	body := `{"success":true,"data":{"totalConcurrentNumber":5,"userConcurrentNumber":1}}`
+	answer := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + strings.Repeat(line, (9<<20)/len(line)) +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+	base := rawPlatform(t, func(conn net.Conn) { _, _ = conn.Write(answer) })
+	pool, _, _, err := poolWith(t, base, "{}") // max_response_bytes: 512 KiB
+	require.NoError(t, err)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = pool.Client("a").Concurrency(context.Background())
+	runtime.ReadMemStats(&after)
+	require.Error(t, err)
+	assert.Equal(t, client.ReasonDecode, client.Reason(err), "%v", err)
+	assert.Contains(t, err.Error(), "answer larger than max_response_bytes")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(6<<20), "bytes allocated by the call")
 }
