@@ -24,14 +24,11 @@ const (
 	SecretTLS    = "tls"    // ca_file, cert_file or key_file of api.http_client.tls_config
 )
 
-// SecretFileHook is told when a changed secret file is refused (config.ReadSecretFile, or gone); err never holds its content.
-type SecretFileHook func(kind, path string, err error)
-
 // secretFile is a key, token, header or TLS file, looked at once a minute and read again when it changed, or at once
 // after the platform refused it; a bad one is reported once, the last good kept.
 type secretFile struct {
 	path, kind   string
-	hook         SecretFileHook
+	hook         func(kind, path string, err error)
 	value        string
 	good, bad    os.FileInfo // the file value was read from; the last refused
 	gone, reread bool        // the last refused was gone; read even if unchanged
@@ -47,7 +44,7 @@ func (f *secretFile) read(now time.Time) (string, bool, error) {
 	if f.value != "" && !f.reread && now.Sub(f.checked).Abs() < time.Minute {
 		return f.value, false, nil
 	}
-	reread := f.reread
+	reread, first := f.reread, f.checked.IsZero()
 	f.checked, f.reread = now, false
 	st, _ := os.Stat(f.path)
 	told := unchanged(st, f.bad) || st == nil && f.gone // refused as it is now
@@ -56,7 +53,7 @@ func (f *secretFile) read(now time.Time) (string, bool, error) {
 	}
 	b, err := config.ReadSecretFile(f.path, f.kind == SecretTLS)
 	if err != nil {
-		if !told {
+		if !told && !first { // a file that fails at the start fails the configuration (a TLS file) or the app's calls
 			f.hook(f.kind, f.path, err)
 		}
 		f.bad, f.gone = st, st == nil
@@ -67,25 +64,17 @@ func (f *secretFile) read(now time.Time) (string, bool, error) {
 	return f.value, changed, nil
 }
 
-// start reads the file as it is now, as the pool is built: one that fails now fails the configuration (a TLS
-// file) or the app's calls, and is no refused change to report.
-func (f *secretFile) start(now time.Time) {
-	hook := f.hook
-	f.hook, f.reread = func(string, string, error) {}, true
-	_, _, _ = f.read(now)
-	f.hook = hook
-}
+// start reads the file as it is now, as the pool is built.
+func (f *secretFile) start(now time.Time) { f.reread = true; _, _, _ = f.read(now) }
 
 // tokenSource gives an app's token: a JWT (HS256; appId, iat, exp) minted from its key, renewed a fifth of its lifetime
 // (at most 5m) before expiry and after the platform refused it; or a ready-made token.
 type tokenSource struct {
-	appID string
-	auth  string // what goes before the token in its header: "Bearer " or nothing
-	ttl   time.Duration
-	now   func() time.Time
-	mint  bool
-	fixed string      // app_key or token
-	file  *secretFile // app_key_file or token_file, else nil
+	appID, auth, fixed string // auth: what goes before the token in its header, "Bearer " or nothing; fixed: app_key or token
+	ttl                time.Duration
+	now                func() time.Time
+	mint               bool
+	file               *secretFile // app_key_file or token_file, else nil
 
 	mu      sync.Mutex
 	token   string     // auth and the last token minted
@@ -93,12 +82,10 @@ type tokenSource struct {
 	renewAt time.Time
 }
 
-func newTokenSource(app config.App, auth string, last *appRecord, now func() time.Time, hook SecretFileHook) *tokenSource {
+func newTokenSource(app config.App, auth string, last *appRecord, now func() time.Time, hook func(kind, path string, err error)) *tokenSource {
 	s := &tokenSource{appID: app.AppID, auth: auth, last: last, ttl: time.Duration(cmp.Or(app.TokenTTL, config.DefaultTokenTTL)), now: now, mint: app.UsesKey(), fixed: strings.TrimSpace(string(app.AppKey + app.Token))}
-	if app.AppKeyFile != "" {
-		s.file = &secretFile{path: app.AppKeyFile, kind: SecretKey, hook: hook}
-	} else if app.TokenFile != "" {
-		s.file = &secretFile{path: app.TokenFile, kind: SecretToken, hook: hook}
+	if path := app.AppKeyFile + app.TokenFile; path != "" { // at most one is set
+		s.file = &secretFile{path: path, kind: map[bool]string{true: SecretKey, false: SecretToken}[s.mint], hook: hook}
 	}
 	return s
 }
@@ -114,19 +101,19 @@ type appRecord struct {
 }
 
 // get returns the value of the token's header, and the last values given, it included.
-func (s *tokenSource) get() (string, [4]string, error) {
+func (s *tokenSource) get() (string, []string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now, secret, changed := s.now(), s.fixed, false
 	if s.file != nil {
 		var err error
 		if secret, changed, err = s.file.read(now); secret == "" {
-			return "", [4]string{}, &Error{Reason: ReasonAuth, detail: "no usable " + s.file.kind + " file", err: err}
+			return "", nil, &Error{Reason: ReasonAuth, detail: "no usable " + s.file.kind + " file", err: err}
 		}
 	}
 	switch {
 	case len(secret) == 0:
-		return "", [4]string{}, &Error{Reason: ReasonAuth, detail: "no credential"}
+		return "", nil, &Error{Reason: ReasonAuth, detail: "no credential"}
 	case !s.mint:
 		return s.give(s.auth + secret)
 	case s.token == "" || changed || !now.Before(s.renewAt):
@@ -139,19 +126,19 @@ func (s *tokenSource) get() (string, [4]string, error) {
 		s.last.mu.Unlock()
 		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"appId": s.appID, "iat": now.Unix(), "exp": exp}).SignedString([]byte(secret))
 		if err != nil {
-			return "", [4]string{}, &Error{Reason: ReasonAuth, detail: "signing the token failed"}
+			return "", nil, &Error{Reason: ReasonAuth, detail: "signing the token failed"}
 		}
 		s.token, s.renewAt = s.auth+tok, time.Unix(exp, 0).Add(-min(s.ttl/5, 5*time.Minute))
 	}
 	return s.give(s.token)
 }
 
-func (s *tokenSource) give(v string) (string, [4]string, error) {
+func (s *tokenSource) give(v string) (string, []string, error) {
 	s.last.mu.Lock()
 	defer s.last.mu.Unlock()
 	h := append(slices.DeleteFunc(s.last.given[:], func(g string) bool { return g == v }), v) // in place unless v is new
 	copy(s.last.given[:], h[len(h)-4:])
-	return v, s.last.given, nil // a copy
+	return v, slices.Clone(s.last.given[:]), nil
 }
 
 // refused makes the next call mint a new token, reading the file again.

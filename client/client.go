@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strconv"
@@ -38,16 +39,15 @@ const (
 type PoolOptions struct {
 	Metrics           *Metrics // instruments every call (nil: unregistered ones)
 	UserAgent         string
-	Now               func() time.Time // the clock of tokens and Retry-After (nil: time.Now)
-	OnSecretFileError SecretFileHook   // told, for logging, of a refused key, token, header or TLS file (nil: none)
-	Previous          *Pool            // the pool this one replaces: the last good values of the same files are kept
+	Now               func() time.Time                   // the clock of tokens and Retry-After (nil: time.Now)
+	OnSecretFileError func(kind, path string, err error) // told of a refused changed key, token, header or TLS file (nil: none); err holds no content
+	Previous          *Pool                              // the pool this one replaces: the last good values of the same files are kept
 }
 
 // Pool holds one Client per configured app, sharing one HTTP client of
 // prometheus/common (TLS, proxy, http_headers, redirects) and its connections.
 type Pool struct {
 	http          *http.Client
-	base          *url.URL
 	baseURL, auth string   // base_url as written (url.JoinPath would clean its path); the token's header: Authorization or Token
 	headers       []header // the secret http_headers
 	files         *files   // of http_headers and tls_config
@@ -69,7 +69,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	if err != nil {
 		return nil, errors.New("api.base_url: not a valid URL")
 	}
-	p := &Pool{base: base, baseURL: cfg.API.BaseURL, auth: "Authorization", ua: []string{opts.UserAgent},
+	p := &Pool{baseURL: cfg.API.BaseURL, auth: "Authorization", ua: []string{opts.UserAgent},
 		timeout: time.Duration(cfg.API.Timeout), maxBytes: cfg.API.MaxResponseBytes, metrics: cmp.Or(opts.Metrics, NewMetrics(nil)), now: opts.Now,
 		clients: make(map[string]*Client, len(cfg.Apps)), records: map[[2]string]*appRecord{}}
 	if p.now == nil {
@@ -114,7 +114,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	if p.http, err = promconfig.NewClientFromConfig(hcfg, "duix_exporter", promconfig.WithIdleConnTimeout(90*time.Second), promconfig.WithSecretManager(p.files),
 		promconfig.WithDialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
 			conn, err := new(net.Dialer).DialContext(ctx, network, addr)
-			return &capped{Conn: conn, limit: p.maxBytes + 128<<10}, err // room for the headers and the 64 KiB read past; unused on an error
+			return &capped{Conn: conn, limit: p.maxBytes + 128<<10}, err // a body, the 64 KiB read past, trailers; unused on an error
 		}), promconfig.WithHTTP2Disabled()); err != nil { // HTTP/2 off: a connection holds one answer at a time, as capped needs
 		return nil, err
 	}
@@ -122,7 +122,6 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	if cfg.API.AuthHeader == config.AuthHeaderToken {
 		p.auth, prefix = "Token", ""
 	}
-	follow := p.http.CheckRedirect
 	p.http.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if origin(req.URL) != origin(base) || slices.ContainsFunc(via, func(r *http.Request) bool { return origin(r.URL) != origin(base) }) {
 			req.Header.Del(p.auth) // never past base_url's origin, nor back: net/http would only drop Authorization for another host
@@ -131,8 +130,8 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 			}
 		}
 		switch {
-		case follow != nil:
-			return follow(req, via)
+		case !hcfg.FollowRedirects:
+			return http.ErrUseLastResponse
 		case len(via) >= 10:
 			return errors.New("stopped after 10 redirects") // net/http's default
 		}
@@ -163,21 +162,37 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	return p, nil
 }
 
-// capped fails a connection's reads past limit bytes since its last write: net/http reads up to 10 MiB of an answer's headers.
+// capped fails a connection's reads past its room (net/http alone reads up to 10 MiB of an answer's headers):
+// config.MaxHeaderBytes for a TLS handshake's answer and a proxy's to CONNECT, then from each call's start (call) for
+// its answer's headers, any 1xx's too; once they are read, limit more for its body.
 type capped struct {
 	net.Conn
 	limit int64
-	left  atomic.Int64 // what may be read before the next write
+	left  atomic.Int64 // what may be read past config.MaxHeaderBytes
 }
 
-func (c *capped) Write(b []byte) (int, error) { c.left.Store(c.limit); return c.Conn.Write(b) }
-
 func (c *capped) Read(b []byte) (n int, err error) {
-	if err = ErrBodyTooLarge; c.left.Load() >= 0 { // the next read past the limit fails, not the one that passes it
+	if err = ErrBodyTooLarge; c.left.Load() >= -config.MaxHeaderBytes { // the next read past the room fails, not the one that passes it
 		n, err = c.Conn.Read(b)
 		c.left.Add(-int64(n))
 	}
 	return n, err
+}
+
+func (c *capped) LocalAddr() net.Addr { return cappedAddr{c.Conn.LocalAddr(), c} } // how hop finds c under any wrapper
+
+// hop returns the capped connection under conn of a call's hop after prev (a zero capped before the first): it has
+// what is left of prev's room for headers, so that a call's redirects share it.
+func hop(conn net.Conn, prev *capped) *capped {
+	a, _ := conn.LocalAddr().(cappedAddr)
+	a.c = cmp.Or(a.c, prev)
+	a.c.left.Store(prev.left.Load())
+	return a.c
+}
+
+type cappedAddr struct {
+	net.Addr
+	c *capped
 }
 
 // Client returns the client of the app with that name, or nil.
@@ -206,14 +221,11 @@ type Client struct {
 // AppID is the platform's ID of the client's app.
 func (c *Client) AppID() string { return c.tokens.appID }
 
-// RetryAfter is when the platform's last 429 for the app allows calls again (zero: now), across reloads.
+// RetryAfter is when the platform's last 429 for the app allows calls again (zero: none; past: allowed), across reloads.
 func (c *Client) RetryAfter() time.Time {
 	c.tokens.last.mu.Lock()
 	defer c.tokens.last.mu.Unlock()
-	if c.p.now().Before(c.tokens.last.retryAfter) {
-		return c.tokens.last.retryAfter
-	}
-	return time.Time{}
+	return c.tokens.last.retryAfter
 }
 
 // backOff stops calls for what Retry-After v says, seconds or an HTTP date clamped to [0, 1h] first (a minute when it
@@ -290,22 +302,23 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 			e.Endpoint, e.App = endpoint, c.name
 		}
 	}()
-	if until := c.RetryAfter(); !until.IsZero() {
+	if until := c.RetryAfter(); until.After(c.p.now()) {
 		return env, &Error{Reason: ReasonRateLimited, RetryAfter: until.Sub(c.p.now()).Round(time.Second), detail: "no call until the platform's Retry-After"}
 	}
 	c.p.track(1, false)
 	defer c.p.track(-1, false)
 	ctx, cancel := context.WithTimeout(ctx, c.p.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.p.baseURL+"/"+endpoint+"?"+query, nil)
+	conn := &capped{} // the answer's (its last hop's)
+	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { conn = hop(i.Conn, conn) }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, c.p.baseURL+"/"+endpoint+"?"+query, nil)
 	if err != nil {
 		return env, transportError(err)
 	}
-	tok, given, err := c.tokens.get()
+	tok, secrets, err := c.tokens.get() // secrets: what a code may not echo (codeOf)
 	if err != nil {
 		return env, err
 	}
-	secrets := given[:] // what a code may not echo (codeOf)
 	req.Header = http.Header{"Accept": {"application/json"}, "User-Agent": c.p.ua, c.p.auth: {tok}}
 	for _, h := range c.p.headers {
 		v := h.value
@@ -320,9 +333,14 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 	start := time.Now()
 	resp, err := c.p.http.Do(req)
 	if err != nil {
-		c.p.metrics.observe(endpoint, 0, time.Since(start))
+		if c.p.metrics.observe(endpoint, 0, time.Since(start)); conn.left.Load() < -config.MaxHeaderBytes {
+			err = ErrBodyTooLarge // what net/http says of a header cut short
+		} else if ctx.Err() != nil { // net/http goes on opening a connection for a call that left (a proxy's CONNECT: a minute)
+			c.p.http.CloseIdleConnections()
+		}
 		return env, transportError(err)
 	}
+	conn.left.Store(conn.limit)
 	defer func() { // up to 64 KiB of what is left is read, for the connection's reuse, but a late end is not waited for
 		t := time.AfterFunc(50*time.Millisecond, cancel)      // then the connection is closed
 		if resp.StatusCode != http.StatusSwitchingProtocols { // its body is the connection, which cancel does not close

@@ -385,7 +385,7 @@ func TestRetryAfterIsAtMostAnHourAndAPastOneStopsNothing(t *testing.T) {
 	for v, until := range map[string]time.Time{
 		"18446744074": now.Add(time.Hour), "99999999999999999999999": now.Add(time.Hour), "7200": now.Add(time.Hour),
 		now.Add(3 * time.Hour).UTC().Format(http.TimeFormat): now.Add(time.Hour),
-		"0": {}, now.Add(-time.Hour).UTC().Format(http.TimeFormat): {},
+		"0": now, now.Add(-time.Hour).UTC().Format(http.TimeFormat): now, // allowed at once
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", v)

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 
 	"github.com/duix-exporter/duix_exporter/client"
 	"github.com/duix-exporter/duix_exporter/config"
+	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
 // answering is a platform that answers every call with the body answer
@@ -324,7 +326,7 @@ func TestTokensGivenAcrossReloadsStayOutOfCodes(t *testing.T) {
 	assert.NotEqual(t, e.got()[0], e.got()[1], "a refused token is never minted again")
 	e.answer("429", false)
 	require.Equal(t, client.ReasonRateLimited, client.Reason(call(p3)))
-	assert.False(t, pool(e, pool(e, p3, other), minted, other).Client("a").RetryAfter().IsZero(), "the 429 holds")
+	assert.True(t, pool(e, pool(e, p3, other), minted, other).Client("a").RetryAfter().After(time.Now()), "the 429 holds")
 	assert.True(t, pool(newTokenEcho(t), p3, minted).Client("a").RetryAfter().IsZero(), "not on another platform")
 
 	// The same platform spelled another way (the scheme's case) after the reload: one record.
@@ -416,6 +418,16 @@ func TestAKeyFileRewrittenInPlaceMintsWithTheNewKeyAtOnce(t *testing.T) {
 // rawPlatform is a platform on loopback that reads each request and has
 // answer write the bytes of its answer; it returns the base URL.
 func rawPlatform(t *testing.T, answer func(net.Conn)) string {
+	return rawListener(t, func(conn net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err == nil {
+			answer(conn)
+		}
+	})
+}
+
+// rawListener serves each connection on loopback with serve (which reads
+// it through br) and closes it; it returns the listener's http URL.
+func rawListener(t *testing.T, serve func(conn net.Conn, br *bufio.Reader)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -428,32 +440,164 @@ func rawPlatform(t *testing.T, answer func(net.Conn)) string {
 			}
 			go func() {
 				defer conn.Close()
-				_, _ = http.ReadRequest(bufio.NewReader(conn))
-				answer(conn)
+				serve(conn, bufio.NewReader(conn))
 			}()
 		}
 	}()
 	return "http://" + ln.Addr().String()
 }
 
-// An answer's headers count toward max_response_bytes: net/http alone
-// would take 9 MiB of them (its limit is 10 MiB) and the call would
-// succeed, on every connection at once. The call fails as an answer too
-// large, having allocated a fraction of them.
-func TestAnAnswersHeadersAreBoundedByMaxResponseBytes(t *testing.T) {
-	line := "X-A: " + strings.Repeat("a", 1000) + "\r\n"
-	body := `{"success":true,"data":{"totalConcurrentNumber":5,"userConcurrentNumber":1}}`
-	answer := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + strings.Repeat(line, (9<<20)/len(line)) +
-		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
-	base := rawPlatform(t, func(conn net.Conn) { _, _ = conn.Write(answer) })
-	pool, _, _, err := poolWith(t, base, "{}") // max_response_bytes: 512 KiB
-	require.NoError(t, err)
+const goodBody = `{"success":true,"data":{"totalConcurrentNumber":5,"userConcurrentNumber":1}}`
+
+// headerLines is n bytes of header lines made by line (of its index).
+func headerLines(n int, line func(i int) string) string {
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		b.WriteString(line(i))
+	}
+	return b.String()
+}
+
+// tinyHeader is a distinct header of the shortest name and no value: net/http
+// holds about 200 bytes for each of these 5 or 6.
+func tinyHeader(i int) string {
+	const token = "abcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_|~"
+	name := string(token[i%len(token)])
+	for j := i / len(token); j > 0; j /= len(token) {
+		name += string(token[j%len(token)])
+	}
+	return name + ":\r\n"
+}
+
+func longHeader(int) string { return "X-A: " + strings.Repeat("a", 1000) + "\r\n" }
+
+// answerWith is an HTTP/1.1 answer of status 200 with these headers and body.
+func answerWith(headers, body string) []byte {
+	return []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + headers + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+}
+
+// callAllocating makes one call of pool's app and returns the bytes it allocated and its error.
+func callAllocating(pool *client.Pool) (uint64, error) {
 	var before, after runtime.MemStats
+	runtime.GC()
 	runtime.ReadMemStats(&before)
-	_, err = pool.Client("a").Concurrency(context.Background())
+	_, err := pool.Client("a").Concurrency(context.Background())
 	runtime.ReadMemStats(&after)
-	require.Error(t, err)
-	assert.Equal(t, client.ReasonDecode, client.Reason(err), "%v", err)
-	assert.Contains(t, err.Error(), "answer larger than max_response_bytes")
-	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(6<<20), "bytes allocated by the call")
+	return after.TotalAlloc - before.TotalAlloc, err
+}
+
+// An answer's headers are at most config.MaxHeaderBytes, 1xx answers' and
+// redirects' included (net/http keeps every hop's answer until the call
+// ends), and so is a proxy's answer to CONNECT: net/http alone would read
+// 10 MiB of them, and holds up to 16 times what it read once parsed (some
+// 200 bytes for a header of 5), so that 16 calls at once would hold 120 MiB
+// with headers of max_response_bytes. Such a call fails as an answer too
+// large (decode), having allocated a fraction of them; the memory rule
+// counts what the headers it lets through hold.
+func TestAnAnswersHeadersAreBounded(t *testing.T) {
+	early := "HTTP/1.1 103 Early Hints\r\n" + headerLines(20<<10, tinyHeader) + "\r\n"
+	for name, answer := range map[string][]byte{
+		"9 MiB of long headers (net/http's limit is 10 MiB)": answerWith(headerLines(9<<20, longHeader), goodBody),
+		"500 KiB of tiny headers (under max_response_bytes)": answerWith(headerLines(500<<10, tinyHeader), goodBody),
+		"30 answers 103 of 20 KiB of tiny headers":           append([]byte(strings.Repeat(early, 30)), answerWith("", goodBody)...),
+		"redirects of 20 KiB of tiny headers each":           []byte("HTTP/1.1 302 Found\r\nLocation: /next\r\n" + headerLines(20<<10, tinyHeader) + "Content-Length: 0\r\n\r\n"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			pool, _, _, err := poolWith(t, rawPlatform(t, func(conn net.Conn) { _, _ = conn.Write(answer) }), "{}") // max_response_bytes: 512 KiB
+			require.NoError(t, err)
+			allocated, err := callAllocating(pool)
+			require.Error(t, err)
+			assert.Equal(t, client.ReasonDecode, client.Reason(err), "%v", err)
+			assert.Contains(t, err.Error(), "answer larger than max_response_bytes, or its headers than 32 KiB")
+			assert.Less(t, allocated, uint64(3*config.MaxHeaderBytes*config.HeaderFactor), "bytes allocated by the call, garbage included")
+		})
+	}
+	t.Run("a proxy's answer to CONNECT of 500 KiB of tiny headers", func(t *testing.T) {
+		srv := httptest.NewTLSServer(platformWithApp())
+		t.Cleanup(srv.Close)
+		proxy := connectProxy(t, answerWith(headerLines(500<<10, tinyHeader), ""))
+		pool, _, _, err := poolWith(t, srv.URL, fmt.Sprintf("{tls_config: {insecure_skip_verify: true}, proxy_url: %q}", proxy))
+		require.NoError(t, err)
+		allocated, err := callAllocating(pool)
+		require.Error(t, err)
+		// decode, or network when net/http saw a header line cut at the bound as a bad one
+		assert.Contains(t, []string{client.ReasonDecode, client.ReasonNetwork}, client.Reason(err), "%v", err)
+		assert.Less(t, allocated, uint64(3*config.MaxHeaderBytes*config.HeaderFactor), "bytes allocated by the call, garbage included")
+	})
+}
+
+// Headers under config.MaxHeaderBytes, then a body of nearly
+// max_response_bytes, are read: over plain HTTP, over TLS, and over TLS
+// through a proxy's tunnel (where the TLS handshake, the CONNECT and the
+// answer each have their room); the connection is then reused.
+func TestAnswersOfLongHeadersAndBodiesAreRead(t *testing.T) {
+	headers := headerLines(24<<10, longHeader)
+	body := `{"success":true,"data":{"pad":"` + strings.Repeat("x", 500<<10) + `","totalConcurrentNumber":5,"userConcurrentNumber":1}}`
+	answer := func(w http.ResponseWriter, _ *http.Request) {
+		for i := range 24 {
+			w.Header().Set("X-A"+strconv.Itoa(i), strings.Repeat("a", 1000))
+		}
+		_, _ = io.WriteString(w, body)
+	}
+	tls := httptest.NewTLSServer(http.HandlerFunc(answer))
+	t.Cleanup(tls.Close)
+	for name, base := range map[string]string{
+		"plain":               rawPlatform(t, func(conn net.Conn) { _, _ = conn.Write(answerWith(headers, body)) }),
+		"TLS":                 tls.URL,
+		"TLS through a proxy": tls.URL,
+	} {
+		t.Run(name, func(t *testing.T) {
+			httpClient := "{tls_config: {insecure_skip_verify: true}}"
+			if strings.Contains(name, "proxy") {
+				httpClient = fmt.Sprintf("{tls_config: {insecure_skip_verify: true}, proxy_url: %q}", connectProxy(t, []byte("HTTP/1.1 200 Connection established\r\n\r\n")))
+			}
+			pool, _, _, err := poolWith(t, base, httpClient)
+			require.NoError(t, err)
+			for range 2 {
+				c, err := pool.Client("a").Concurrency(context.Background())
+				require.NoError(t, err)
+				assert.Equal(t, int64(5), c.TotalConcurrentNumber)
+			}
+		})
+	}
+}
+
+// A call that leaves while its connection is being opened ends the opening:
+// net/http would go on, for a minute through a proxy that does not answer
+// CONNECT, and each call would add a connection (and what it reads).
+func TestACallThatLeavesEndsTheOpeningOfItsConnection(t *testing.T) {
+	var open atomic.Int64
+	proxy := rawListener(t, func(conn net.Conn, br *bufio.Reader) {
+		open.Add(1)
+		defer open.Add(-1)
+		_, _ = io.Copy(io.Discard, br) // never answers, until the client closes
+	})
+	cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q, timeout: 100ms, http_client: {proxy_url: %q}}\napps: [{name: a, app_id: %q, app_key: %q}]\n",
+		"https://platform.invalid"+simulator.BasePath, proxy, appID, appKey)), "")
+	require.NoError(t, err)
+	pool, err := client.NewPool(cfg, client.PoolOptions{})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	for range 10 {
+		_, err := pool.Client("a").Concurrency(context.Background())
+		require.Equal(t, client.ReasonTimeout, client.Reason(err), "%v", err)
+	}
+	assert.Eventually(t, func() bool { return open.Load() == 0 }, 5*time.Second, 10*time.Millisecond, "connections opened for calls that left: %d", open.Load())
+}
+
+// connectProxy is an HTTP proxy on loopback that answers each CONNECT with
+// answer, then tunnels to the host asked for; it returns its URL.
+func connectProxy(t *testing.T, answer []byte) string {
+	return rawListener(t, func(conn net.Conn, br *bufio.Reader) {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		_, _ = conn.Write(answer)
+		if target, err := net.Dial("tcp", req.Host); err == nil {
+			defer target.Close()
+			go func() { _, _ = io.Copy(target, br) }()
+			_, _ = io.Copy(conn, target)
+		}
+	})
 }

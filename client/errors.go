@@ -23,8 +23,8 @@ const (
 	ReasonRateLimited = "rate_limited"
 )
 
-// ErrBodyTooLarge is the cause of the error of an answer over max_response_bytes.
-var ErrBodyTooLarge = errors.New("answer larger than max_response_bytes")
+// ErrBodyTooLarge is the cause of the error of an answer over max_response_bytes, or of headers over 32 KiB (capped).
+var ErrBodyTooLarge = errors.New("answer larger than max_response_bytes, or its headers than 32 KiB")
 
 // Error is every error of a call to the platform: these fields and fixed words, no text of the platform's (body, header value, message).
 type Error struct {
@@ -46,12 +46,7 @@ func (e *Error) Error() string {
 }
 
 // when returns s if ok, else "".
-func when(ok bool, s string) string {
-	if ok {
-		return s
-	}
-	return ""
-}
+func when(ok bool, s string) string { return map[bool]string{true: s}[ok] }
 
 func (e *Error) Unwrap() error { return e.err }
 
@@ -99,7 +94,7 @@ func transportError(err error) *Error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
 		e.Reason, e.detail = ReasonTimeout, "deadline exceeded"
-	case errors.Is(err, ErrBodyTooLarge): // its headers (capped)
+	case errors.Is(err, ErrBodyTooLarge): // capped
 		e.Reason, e.detail = ReasonDecode, ErrBodyTooLarge.Error()
 	case errors.Is(err, context.Canceled):
 		e.detail = "canceled (interrupted)"

@@ -95,7 +95,7 @@ func (st *appState) metrics(r *result, now time.Time) []prometheus.Metric {
 
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if until := st.c.RetryAfter(); !until.IsZero() {
+	if until := st.c.RetryAfter(); until.After(now) {
 		gauge(rateLimitedUntilDesc, float64(until.UnixMilli())/1e3)
 	}
 	gauge(appInfoDesc, 1, st.appID, st.corpID)

@@ -28,14 +28,10 @@ type SafeConfig struct {
 func NewSafeConfig(reg prometheus.Registerer) *SafeConfig {
 	f := promauto.With(reg)
 	return &SafeConfig{
-		reloadSuccess: f.NewGauge(prometheus.GaugeOpts{
-			Name: "duix_exporter_config_last_reload_successful",
-			Help: "Whether the last configuration reload attempt was successful.",
-		}),
-		reloadTimestamp: f.NewGauge(prometheus.GaugeOpts{
-			Name: "duix_exporter_config_last_reload_success_timestamp_seconds",
-			Help: "Timestamp of the last successful configuration reload.",
-		}),
+		reloadSuccess: f.NewGauge(prometheus.GaugeOpts{Name: "duix_exporter_config_last_reload_successful",
+			Help: "Whether the last configuration reload attempt was successful."}),
+		reloadTimestamp: f.NewGauge(prometheus.GaugeOpts{Name: "duix_exporter_config_last_reload_success_timestamp_seconds",
+			Help: "Timestamp of the last successful configuration reload."}),
 		now: time.Now,
 	}
 }
@@ -77,9 +73,6 @@ func (sc *SafeConfig) ReloadConfig(path string, logger log.Logger) error {
 // is kept (subscribers called before it have seen the new one). It is not called for the configuration already loaded.
 // fn must not call ReloadConfig or Subscribe.
 func (sc *SafeConfig) Subscribe(fn func(*Config) error) {
-	if fn == nil {
-		return
-	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	sc.subscribers = append(sc.subscribers, fn)

@@ -158,7 +158,6 @@ func TestSafeConfigSubscribersInOrder(t *testing.T) {
 		order = append(order, "a")
 		return nil
 	})
-	sc.Subscribe(nil) // ignored
 	sc.Subscribe(func(*Config) error { order = append(order, "b"); return nil })
 
 	path := filepath.Join(t.TempDir(), "duix.yml")
