@@ -163,8 +163,8 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 }
 
 // capped fails a connection's reads past its room (net/http alone reads up to 10 MiB of an answer's headers):
-// config.MaxHeaderBytes for a TLS handshake's answer and a proxy's to CONNECT, then from each call's start (call) for
-// its answer's headers, any 1xx's too; once they are read, limit more for its body.
+// config.MaxHeaderBytes for a TLS handshake's answer and a proxy's to CONNECT, then for a call's headers (hop), its
+// answer's, any 1xx's and its redirects' together; once they are read, limit more for its body (call).
 type capped struct {
 	net.Conn
 	limit int64
