@@ -345,6 +345,47 @@ func TestEveryFlagIsDocumented(t *testing.T) {
 	assert.Greater(t, seen, 15, "flags found in --help")
 }
 
+// The defaults in docs/configuration.md's flag table are the ones the
+// binary has: a default in backquotes is the one --help shows, any other
+// (off, empty) is a flag without one; --web.max-requests is 40 and
+// --scrape.timeout-offset 500ms.
+func TestTheDocumentedFlagDefaultsAreTheBinarys(t *testing.T) {
+	out, err := exec.Command(binary, "--help").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "--web.max-requests=40 ")
+	assert.Contains(t, string(out), "--scrape.timeout-offset=500ms ")
+	helpRE := regexp.MustCompile(`(?m)^ {2,6}(?:-h, )?--(?:\[no-\])?([a-z][a-z0-9.-]+)(?:=(\S+))?`)
+	defaults := map[string]string{} // by flag, "" when it has none
+	for _, m := range helpRE.FindAllStringSubmatch(string(out), -1) {
+		if v := strings.Trim(m[2], `"`); v != strings.ToUpper(m[1]) { // a placeholder is no default
+			defaults[m[1]] = v
+		} else {
+			defaults[m[1]] = ""
+		}
+	}
+
+	doc, err := os.ReadFile("docs/configuration.md")
+	require.NoError(t, err)
+	rowRE := regexp.MustCompile("(?m)^\\| `--([a-z][a-z0-9.-]+)` \\| ([^|]*) \\|")
+	documented := map[string]string{}
+	for _, m := range rowRE.FindAllStringSubmatch(string(doc), -1) {
+		name, cell := m[1], strings.TrimSpace(m[2])
+		documented[name] = cell
+		want, ok := defaults[name]
+		if !assert.True(t, ok, "--%s of the table is a flag of --help", name) {
+			continue
+		}
+		if v, ok := strings.CutPrefix(cell, "`"); ok && strings.HasSuffix(v, "`") {
+			assert.Equal(t, want, strings.TrimSuffix(v, "`"), "the documented default of --%s", name)
+		} else {
+			assert.Empty(t, want, "--%s is documented as %q", name, cell)
+		}
+	}
+	assert.Equal(t, "`40`", documented["web.max-requests"])
+	assert.Equal(t, "`500ms`", documented["scrape.timeout-offset"])
+	assert.Greater(t, len(documented), 10, "rows found in the flag table")
+}
+
 func TestVersionWithoutLdflagsComesFromTheTree(t *testing.T) {
 	want, err := os.ReadFile("VERSION")
 	require.NoError(t, err)

@@ -400,6 +400,36 @@ func TestRetryAfterIsAtMostAnHourAndAPastOneStopsNothing(t *testing.T) {
 	}
 }
 
+// A 429 whose Retry-After is absent or unreadable stops the app's calls
+// for one minute (docs/platform-api.md, "Rate limits"), and so does a
+// success false with code 429 and no Retry-After.
+func TestRetryAfterAbsentOrUnreadableIsOneMinute(t *testing.T) {
+	for _, v := range []string{"", "soon", "-5", "1.5", "Tomorrow, 99 Foo 2100 25:00:00 GMT"} {
+		f := newFixture(t, config.AuthHeaderAuthorization)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if v != "" {
+				w.Header().Set("Retry-After", v)
+			}
+			w.WriteHeader(http.StatusTooManyRequests)
+		}))
+		f.cfg.API.BaseURL = srv.URL
+		c := f.client(t)
+		_, err := c.Concurrency(context.Background())
+		srv.Close()
+		assert.Equal(t, client.ReasonRateLimited, client.Reason(err), "%q", v)
+		assert.Equal(t, f.clock.Now().Add(time.Minute), c.RetryAfter(), "%q", v)
+	}
+
+	f := newFixture(t, config.AuthHeaderAuthorization)
+	answering(t, f, func(*http.Request, http.ResponseWriter) string {
+		return `{"code":"429","data":null,"message":"too many","success":false}`
+	})
+	c := f.client(t)
+	_, err := c.Concurrency(context.Background())
+	assert.Equal(t, client.ReasonRateLimited, client.Reason(err), "%v", err)
+	assert.Equal(t, f.clock.Now().Add(time.Minute), c.RetryAfter(), "an envelope 429")
+}
+
 func TestTimeoutFromLatency(t *testing.T) {
 	f := newFixture(t, config.AuthHeaderAuthorization)
 	f.cfg.API.Timeout = model.Duration(100 * time.Millisecond)

@@ -298,6 +298,7 @@ func TestInvalidConfigs(t *testing.T) {
 		{"invalid-zero-conversation-refresh.yml", "api.conversation_refresh: must be greater than 0"},
 		{"invalid-max-concurrency-zero.yml", "api.max_concurrency: must be between 1 and 4096, got 0"},
 		{"invalid-sessions-max-tracked-zero.yml", "sessions.max_tracked: must be between 1 and 1000000"},
+		{"invalid-sessions-max-tracked-too-large.yml", "sessions.max_tracked: must be between 1 and 1000000, got 1000001"},
 		{"invalid-unknown-field-sessions.yml", "field lifecyle not found in section sessions"},
 		{"invalid-max-concurrency-too-large.yml", "api.max_concurrency: must be between 1 and 4096, got 4097"},
 		{"invalid-max-response-bytes-too-small.yml", "api.max_response_bytes: must be between 1024 and 1073741824, got 1023"},
@@ -334,6 +335,49 @@ func TestInvalidConfigs(t *testing.T) {
 	for _, f := range files {
 		assert.True(t, listed[filepath.Base(f)], "%s is not tested", f)
 	}
+}
+
+// sessions.max_tracked is 1..1000000 (docs/configuration.md): both ends
+// are accepted; the values just outside are refused with the documented
+// message (1000001 also by a testdata file in TestInvalidConfigs).
+func TestSessionsMaxTrackedBounds(t *testing.T) {
+	const apps = "apps: [{name: a, app_id: '1', app_key: k}]\n"
+	for _, n := range []int{1, 1000000} {
+		cfg, err := Parse([]byte(fmt.Sprintf("sessions: {max_tracked: %d}\n", n)+apps), "")
+		require.NoError(t, err, n)
+		assert.Equal(t, n, cfg.Sessions.MaxTracked)
+	}
+	for _, n := range []int{0, 1000001} {
+		_, err := Parse([]byte(fmt.Sprintf("sessions: {max_tracked: %d}\n", n)+apps), "")
+		require.Error(t, err, n)
+		assert.Contains(t, err.Error(), fmt.Sprintf("sessions.max_tracked: must be between 1 and 1000000, got %d", n))
+	}
+}
+
+// The configuration file is read at most 16 MiB (docs/reliability.md),
+// written here as a literal rather than MaxConfigFileBytes: a file of
+// exactly 16 MiB is read (and handed to Parse, which finds it too large
+// to parse), one byte more is refused as "larger than".
+func TestConfigFileIsReadAtMost16MiB(t *testing.T) {
+	const documented = 16 << 20
+	dir := t.TempDir()
+	body := "#" + strings.Repeat(" ", documented-2) + "\n" // one comment line
+	require.Len(t, body, documented)
+
+	exact := filepath.Join(dir, "exact.yml")
+	require.NoError(t, os.WriteFile(exact, []byte(body), 0o600))
+	_, err := Load(exact)
+	require.Error(t, err, "read, then refused by the parser")
+	assert.NotContains(t, err.Error(), "reading config file", "16 MiB is within the limit")
+	assert.NotContains(t, err.Error(), "larger than")
+	assert.Contains(t, err.Error(), "too large to parse", "handed to Parse")
+
+	over := filepath.Join(dir, "over.yml")
+	require.NoError(t, os.WriteFile(over, []byte(body+" "), 0o600))
+	_, err = Load(over)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "reading config file")
+	assert.Contains(t, err.Error(), "is larger than 16777216 bytes")
 }
 
 // TestConfigFileReadCarefully: a configuration file swapped for a FIFO

@@ -148,6 +148,31 @@ func TestOperatorCommandsValidateTheirArguments(t *testing.T) {
 	assert.Zero(t, p.sim.Requests(simulator.EndpointStop), "no call reaches the platform")
 }
 
+// An ID of 257 bytes is refused with exit 2 before any call
+// (docs/operator.md, "Exit codes"); one of 256 bytes passes the check and
+// is asked of the platform, which knows none of them (exit 3).
+func TestOperatorCommandsRefuseIDsLongerThan256Bytes(t *testing.T) {
+	p := startPlatform(t)
+	for _, tc := range []struct {
+		flag, endpoint string
+		args           []string
+	}{
+		{"--session", simulator.EndpointStop, []string{"sessions", "stop", "--app=sales-avatar", "--yes"}},
+		{"--id", simulator.EndpointConversation, []string{"conversation", "show", "--app=sales-avatar"}},
+	} {
+		res := p.run(t, nil, append(tc.args, tc.flag+"="+strings.Repeat("7", 257))...)
+		assert.Equal(t, exitUsage, res.code, tc.flag)
+		assert.Contains(t, res.stderr, tc.flag+" is longer than 256 bytes")
+		assert.Empty(t, res.stdout)
+		assert.Zero(t, p.sim.Requests(tc.endpoint), "%s: no call is made", tc.flag)
+
+		res = p.run(t, nil, append(tc.args, tc.flag+"="+strings.Repeat("7", 256))...)
+		assert.Equal(t, exitNotFound, res.code, "%s: 256 bytes are asked of the platform", tc.flag)
+		assert.NotContains(t, res.stderr, "longer than")
+		assert.Equal(t, int64(1), p.sim.Requests(tc.endpoint), tc.flag)
+	}
+}
+
 func TestOperatorCommandsNameTheConfiguredAppsForAnUnknownOne(t *testing.T) {
 	p := startPlatform(t)
 	for _, args := range [][]string{

@@ -1082,7 +1082,8 @@ func TestHostilePayloadsAreAnsweredWithoutActing(t *testing.T) {
 	assert.NotRegexp(t, `(?m)^level=info msg="Janitor decision" action=stopped`, f.logs.String(), "a forged log line")
 }
 
-// On the janitor's own listener, at most MaxWaiting requests are in:
+// On the janitor's own listener, at most MaxWaiting (64, as docs/janitor.md
+// says) requests are in:
 // senders that never finish their body (no read timeout here) take those
 // places, but not the turn, and a request beyond them is answered 503
 // (busy) at once and counted; once they leave, webhooks are handled again.
@@ -1095,6 +1096,7 @@ func TestSlowSendersCannotHoldTheListenerOrItsMemory(t *testing.T) {
 	}
 	srv := f.j.Server(slog.New(slog.DiscardHandler))
 	srv.ReadTimeout = 0 // the slow senders hold their requests until they leave
+	require.Equal(t, 64, janitor.MaxWaiting, "the documented bound on the requests in")
 	addr := serve(t, srv, "")
 	body := []byte(payload(t, stuck("kiosk"), stuck("lobby")))
 	resolved := stuck("kiosk")
@@ -1207,12 +1209,12 @@ func TestLabelNamesAreCaseSensitive(t *testing.T) {
 	assert.Zero(t, f.stops.Load())
 }
 
-// A body that never ends is cut at the listener's read timeout (here
-// shortened), answered and counted.
+// A body that never ends is cut at the listener's read timeout (30 s, as
+// docs/janitor.md says; here shortened), answered and counted.
 func TestASlowBodyIsCutAndCounted(t *testing.T) {
 	f := newFixture(t, "")
 	srv := f.j.Server(slog.New(slog.DiscardHandler))
-	require.Positive(t, srv.ReadTimeout, "the listener has a read timeout")
+	require.Equal(t, 30*time.Second, srv.ReadTimeout, "the listener's documented read timeout")
 	srv.ReadTimeout = 300 * time.Millisecond
 	c, err := net.Dial("tcp", serve(t, srv, ""))
 	require.NoError(t, err)
