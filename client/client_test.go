@@ -387,17 +387,25 @@ func TestRetryAfterIsAtMostAnHourAndAPastOneStopsNothing(t *testing.T) {
 		now.Add(3 * time.Hour).UTC().Format(http.TimeFormat): now.Add(time.Hour),
 		"0": now, now.Add(-time.Hour).UTC().Format(http.TimeFormat): now, // allowed at once
 	} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Retry-After", v)
-			w.WriteHeader(http.StatusTooManyRequests)
-		}))
-		f.cfg.API.BaseURL = srv.URL
-		c := f.client(t)
-		_, err := c.Concurrency(context.Background())
-		srv.Close()
-		assert.Equal(t, client.ReasonRateLimited, client.Reason(err), v)
-		assert.Equal(t, until, c.RetryAfter(), v)
+		assert.Equal(t, until, retryAfterOf(t, f, v), v)
 	}
+}
+
+// retryAfterOf returns when a client of f may call again after a 429 with
+// Retry-After v (none when v is empty).
+func retryAfterOf(t *testing.T, f *fixture, v string) time.Time {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v != "" {
+			w.Header().Set("Retry-After", v)
+		}
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	f.cfg.API.BaseURL = srv.URL
+	c := f.client(t)
+	_, err := c.Concurrency(context.Background())
+	assert.Equal(t, client.ReasonRateLimited, client.Reason(err), "%q", v)
+	return c.RetryAfter()
 }
 
 // A 429 whose Retry-After is absent or unreadable stops the app's calls
@@ -406,18 +414,7 @@ func TestRetryAfterIsAtMostAnHourAndAPastOneStopsNothing(t *testing.T) {
 func TestRetryAfterAbsentOrUnreadableIsOneMinute(t *testing.T) {
 	for _, v := range []string{"", "soon", "-5", "1.5", "Tomorrow, 99 Foo 2100 25:00:00 GMT"} {
 		f := newFixture(t, config.AuthHeaderAuthorization)
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if v != "" {
-				w.Header().Set("Retry-After", v)
-			}
-			w.WriteHeader(http.StatusTooManyRequests)
-		}))
-		f.cfg.API.BaseURL = srv.URL
-		c := f.client(t)
-		_, err := c.Concurrency(context.Background())
-		srv.Close()
-		assert.Equal(t, client.ReasonRateLimited, client.Reason(err), "%q", v)
-		assert.Equal(t, f.clock.Now().Add(time.Minute), c.RetryAfter(), "%q", v)
+		assert.Equal(t, f.clock.Now().Add(time.Minute), retryAfterOf(t, f, v), "%q", v)
 	}
 
 	f := newFixture(t, config.AuthHeaderAuthorization)

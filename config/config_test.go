@@ -867,3 +867,16 @@ func TestAnErrorNamesTheFirstTenMistakes(t *testing.T) {
 	assert.Less(t, len(err.Error()), 2000)
 	assert.NotContains(t, err.Error(), secretMarker)
 }
+
+// janitor.alert_name is at most 128 characters (docs/configuration.md):
+// 128 are accepted, 129 refused.
+func TestJanitorAlertNameIsAtMost128Characters(t *testing.T) {
+	const apps = "\napps: [{name: a, app_id: '1', token: t}]"
+	name := "A" + strings.Repeat("b", 127)
+	cfg, err := Parse([]byte("janitor: {alert_name: "+name+"}"+apps), "")
+	require.NoError(t, err)
+	assert.Equal(t, name, cfg.Janitor.AlertName)
+	_, err = Parse([]byte("janitor: {alert_name: "+name+"c}"+apps), "")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "janitor.alert_name: must be an alert name")
+}
