@@ -391,7 +391,7 @@ func TestVersionWithoutLdflagsComesFromTheTree(t *testing.T) {
 	require.NoError(t, err)
 	out, err := exec.Command(binary, "--version").CombinedOutput()
 	require.NoError(t, err)
-	assert.Contains(t, string(out), "version "+strings.TrimSpace(string(want)))
+	assert.Contains(t, string(out), "version "+strings.TrimSpace(string(want))+" (", "the version as written in VERSION, with no line break")
 }
 
 // The exporter runs its Go code on one CPU unless told otherwise, by
