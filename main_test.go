@@ -273,7 +273,7 @@ func TestConfigCheck(t *testing.T) {
 		}
 		assert.Equal(t, want, code, "%d-byte answers, 4 at once: %s", size, out)
 		if want == 1 {
-			assert.Contains(t, string(out), "api.max_concurrency (4) × (api.max_response_bytes (16777216) × 7 + 512 KiB of headers)")
+			assert.Contains(t, string(out), "api.max_concurrency (4) × (api.max_response_bytes (16777216) × 7 + 576 KiB of headers)")
 			assert.Contains(t, string(out), "over the memory limit of 256 MiB")
 		}
 		code, out2 := run(path) // no memory limit

@@ -114,7 +114,7 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	if p.http, err = promconfig.NewClientFromConfig(hcfg, "duix_exporter", promconfig.WithIdleConnTimeout(90*time.Second), promconfig.WithSecretManager(p.files),
 		promconfig.WithDialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
 			conn, err := new(net.Dialer).DialContext(ctx, network, addr)
-			return &capped{Conn: conn, limit: p.maxBytes + 128<<10}, err // a body, the 64 KiB read past, trailers; unused on an error
+			return &capped{Conn: conn}, err // unused on an error
 		}), promconfig.WithHTTP2Disabled()); err != nil { // HTTP/2 off: a connection holds one answer at a time, as capped needs
 		return nil, err
 	}
@@ -162,20 +162,20 @@ func NewPool(cfg *config.Config, opts PoolOptions) (*Pool, error) {
 	return p, nil
 }
 
-// capped fails a connection's reads past its room (net/http alone reads up to 10 MiB of an answer's headers):
-// config.MaxHeaderBytes for a TLS handshake's answer and a proxy's to CONNECT, then for a call's headers (hop), its
-// answer's, any 1xx's and its redirects' together; once they are read, limit more for its body (call).
+// capped reads at most config.MaxHeaderBytes as it opens (a CONNECT's answer, a TLS handshake's), then for a call's
+// headers (hop), 1xx answers' and redirects' included: net/http alone reads 10 MiB of them. call bounds the body.
 type capped struct {
 	net.Conn
-	limit int64
-	left  atomic.Int64 // what may be read past config.MaxHeaderBytes
+	left atomic.Int64 // what may be read past config.MaxHeaderBytes
 }
 
-func (c *capped) Read(b []byte) (n int, err error) {
-	if err = ErrBodyTooLarge; c.left.Load() >= -config.MaxHeaderBytes { // the next read past the room fails, not the one that passes it
-		n, err = c.Conn.Read(b)
-		c.left.Add(-int64(n))
+func (c *capped) Read(b []byte) (int, error) {
+	room := c.left.Load() + config.MaxHeaderBytes
+	if room <= 0 {
+		return 0, ErrBodyTooLarge
 	}
+	n, err := c.Conn.Read(b[:min(int64(len(b)), room)])
+	c.left.Add(-int64(n))
 	return n, err
 }
 
@@ -333,14 +333,14 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 	start := time.Now()
 	resp, err := c.p.http.Do(req)
 	if err != nil {
-		if c.p.metrics.observe(endpoint, 0, time.Since(start)); conn.left.Load() < -config.MaxHeaderBytes {
+		if c.p.metrics.observe(endpoint, 0, time.Since(start)); conn.left.Load() <= -config.MaxHeaderBytes {
 			err = ErrBodyTooLarge // what net/http says of a header cut short
-		} else if ctx.Err() != nil { // net/http goes on opening a connection for a call that left (a proxy's CONNECT: a minute)
-			c.p.http.CloseIdleConnections()
+		} else if ctx.Err() != nil && conn.Conn == nil { // left before it had a connection, which net/http goes on opening
+			c.p.http.CloseIdleConnections() // (a proxy's CONNECT: a minute): ended, as are the others no call waits for
 		}
 		return env, transportError(err)
 	}
-	conn.left.Store(conn.limit)
+	conn.left.Store(1 << 62)
 	defer func() { // up to 64 KiB of what is left is read, for the connection's reuse, but a late end is not waited for
 		t := time.AfterFunc(50*time.Millisecond, cancel)      // then the connection is closed
 		if resp.StatusCode != http.StatusSwitchingProtocols { // its body is the connection, which cancel does not close

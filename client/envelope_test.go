@@ -3,6 +3,7 @@ package client_test
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -508,10 +509,21 @@ func TestAnAnswersHeadersAreBounded(t *testing.T) {
 			allocated, err := callAllocating(pool)
 			require.Error(t, err)
 			assert.Equal(t, client.ReasonDecode, client.Reason(err), "%v", err)
-			assert.Contains(t, err.Error(), "answer larger than max_response_bytes, or its headers than 32 KiB")
-			assert.Less(t, allocated, uint64(3*config.MaxHeaderBytes*config.HeaderFactor), "bytes allocated by the call, garbage included")
+			assert.Contains(t, err.Error(), "answer larger than max_response_bytes, or its headers than 24 KiB")
+			assert.Less(t, allocated, uint64(3*config.HeaderMemory), "bytes allocated by the call, garbage included")
 		})
 	}
+	t.Run("half a KiB over the bound, over HTTP and TLS, every time", func(t *testing.T) {
+		answer := answerWith(headerLines(config.MaxHeaderBytes+512, tinyHeader), goodBody)
+		for _, platform := range []func(*testing.T, func(net.Conn)) string{rawPlatform, rawTLSPlatform} {
+			pool, _, _, err := poolWith(t, platform(t, func(conn net.Conn) { _, _ = conn.Write(answer) }), "{tls_config: {insecure_skip_verify: true}}")
+			require.NoError(t, err)
+			for range 5 {
+				_, err := pool.Client("a").Concurrency(context.Background())
+				assert.ErrorIs(t, err, client.ErrBodyTooLarge)
+			}
+		}
+	})
 	t.Run("a proxy's answer to CONNECT of 500 KiB of tiny headers", func(t *testing.T) {
 		srv := httptest.NewTLSServer(platformWithApp())
 		t.Cleanup(srv.Close)
@@ -522,29 +534,38 @@ func TestAnAnswersHeadersAreBounded(t *testing.T) {
 		require.Error(t, err)
 		// decode, or network when net/http saw a header line cut at the bound as a bad one
 		assert.Contains(t, []string{client.ReasonDecode, client.ReasonNetwork}, client.Reason(err), "%v", err)
-		assert.Less(t, allocated, uint64(3*config.MaxHeaderBytes*config.HeaderFactor), "bytes allocated by the call, garbage included")
+		assert.Less(t, allocated, uint64(3*config.HeaderMemory), "bytes allocated by the call, garbage included")
 	})
 }
 
 // Headers under config.MaxHeaderBytes, then a body of nearly
-// max_response_bytes, are read: over plain HTTP, over TLS, and over TLS
+// max_response_bytes, are read: over plain HTTP, over TLS, over TLS
 // through a proxy's tunnel (where the TLS handshake, the CONNECT and the
-// answer each have their room); the connection is then reused.
+// answer each have their room), and in chunks of 16 bytes, each its own
+// TLS record (the body is bounded as it is decoded, not on the wire, where
+// it is 2.5 times as long); the connection is then reused.
 func TestAnswersOfLongHeadersAndBodiesAreRead(t *testing.T) {
-	headers := headerLines(24<<10, longHeader)
+	headers := headerLines(16<<10, longHeader)
 	body := `{"success":true,"data":{"pad":"` + strings.Repeat("x", 500<<10) + `","totalConcurrentNumber":5,"userConcurrentNumber":1}}`
-	answer := func(w http.ResponseWriter, _ *http.Request) {
-		for i := range 24 {
-			w.Header().Set("X-A"+strconv.Itoa(i), strings.Repeat("a", 1000))
-		}
-		_, _ = io.WriteString(w, body)
+	tlsPlatform := func(piece int) string {
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			for i := range 16 {
+				w.Header().Set("X-A"+strconv.Itoa(i), strings.Repeat("a", 1000))
+			}
+			for rest := body; rest != ""; rest = rest[min(piece, len(rest)):] {
+				_, _ = io.WriteString(w, rest[:min(piece, len(rest))])
+				w.(http.Flusher).Flush()
+			}
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
 	}
-	tls := httptest.NewTLSServer(http.HandlerFunc(answer))
-	t.Cleanup(tls.Close)
+	tls := tlsPlatform(len(body))
 	for name, base := range map[string]string{
-		"plain":               rawPlatform(t, func(conn net.Conn) { _, _ = conn.Write(answerWith(headers, body)) }),
-		"TLS":                 tls.URL,
-		"TLS through a proxy": tls.URL,
+		"plain":                   rawPlatform(t, func(conn net.Conn) { _, _ = conn.Write(answerWith(headers, body)) }),
+		"TLS":                     tls,
+		"TLS through a proxy":     tls,
+		"TLS, in 16-byte records": tlsPlatform(16),
 	} {
 		t.Run(name, func(t *testing.T) {
 			httpClient := "{tls_config: {insecure_skip_verify: true}}"
@@ -560,6 +581,103 @@ func TestAnswersOfLongHeadersAndBodiesAreRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rawTLSPlatform is rawPlatform over TLS (a test certificate: calls skip
+// its verification, as poolWith's http_client says).
+func rawTLSPlatform(t *testing.T, answer func(net.Conn)) string {
+	srv := httptest.NewTLSServer(nil)
+	cert := srv.TLS
+	srv.Close()
+	return "https://" + strings.TrimPrefix(rawListener(t, func(conn net.Conn, _ *bufio.Reader) {
+		tc := tls.Server(conn, cert)
+		if _, err := http.ReadRequest(bufio.NewReader(tc)); err == nil {
+			answer(tc)
+		}
+	}), "http://")
+}
+
+// What a call's headers hold, at their peak, is at most config.HeaderMemory
+// (what the memory rule counts) for headers just under the bound, in the
+// shapes that cost net/http the most (tiny names, bare line feeds, names
+// it must rewrite), over HTTP and TLS: 16 calls hold their answer's headers
+// while a session is handed over, and the heap is measured then.
+func TestHeadersHoldAtMostHeaderMemory(t *testing.T) {
+	bare := func(i int) string { return strings.TrimSuffix(tinyHeader(i), "\r\n") + "\n" }
+	odd := func(i int) string { return "x-" + tinyHeader(i) }
+	held := func(t *testing.T, platform func(*testing.T, func(net.Conn)) string, headers string) uint64 {
+		release, arrived := make(chan struct{}), sync.WaitGroup{}
+		base := platform(t, func(conn net.Conn) {
+			_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nConnection: close\r\n"+headers+"\r\n"+`{"success":true,"data":[{"uuid":"a"}`)
+			<-release
+			_, _ = io.WriteString(conn, "]}")
+		})
+		pool, _, _, err := poolWith(t, base, "{tls_config: {insecure_skip_verify: true}}")
+		require.NoError(t, err)
+		var calls sync.WaitGroup
+		for range 16 {
+			arrived.Add(1)
+			calls.Go(func() {
+				assert.NoError(t, pool.Client("a").EachSession(context.Background(), client.SessionOptions{}, func(client.Session) error {
+					arrived.Done()
+					<-release
+					return nil
+				}))
+			})
+		}
+		arrived.Wait()
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		close(release)
+		calls.Wait()
+		return m.HeapAlloc
+	}
+	for pname, platform := range map[string]func(*testing.T, func(net.Conn)) string{"HTTP": rawPlatform, "TLS": rawTLSPlatform} {
+		none := held(t, platform, "")
+		for name, line := range map[string]func(int) string{"tiny": tinyHeader, "tiny, bare line feeds": bare, "tiny, lower case": odd} {
+			got := held(t, platform, headerLines(config.MaxHeaderBytes-256, line))
+			t.Logf("%s, %s: %.0f KiB a call", pname, name, float64(int64(got)-int64(none))/16/1024)
+			assert.LessOrEqual(t, int64(got)-int64(none), int64(16*config.HeaderMemory), "%s, %s", pname, name)
+		}
+	}
+}
+
+// A call that leaves after it had its connection closes no other's: one
+// slow answer does not cost every app its kept-alive connections.
+func TestACallThatLeavesKeepsTheOthersConnections(t *testing.T) {
+	var conns, calls atomic.Int64
+	started, release := make(chan struct{}), make(chan struct{})
+	sim := platformWithApp()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		sim.ServeHTTP(w, r)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	cfg, err := config.Parse([]byte(fmt.Sprintf("api: {base_url: %q, timeout: 300ms}\napps: [{name: a, app_id: %q, app_key: %q}]\n", srv.URL+simulator.BasePath, appID, appKey)), "")
+	require.NoError(t, err)
+	pool, err := client.NewPool(cfg, client.PoolOptions{})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	slow := make(chan error)
+	go func() { _, err := pool.Client("a").Concurrency(context.Background()); slow <- err }()
+	<-started
+	_, err = pool.Client("a").Concurrency(context.Background()) // on a second connection, then idle
+	require.NoError(t, err)
+	assert.Equal(t, client.ReasonTimeout, client.Reason(<-slow))
+	_, err = pool.Client("a").Concurrency(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), conns.Load(), "the second connection was kept for the third call")
 }
 
 // A call that leaves while its connection is being opened ends the opening:

@@ -23,8 +23,8 @@ const (
 	ReasonRateLimited = "rate_limited"
 )
 
-// ErrBodyTooLarge is the cause of the error of an answer over max_response_bytes, or of headers over 32 KiB (capped).
-var ErrBodyTooLarge = errors.New("answer larger than max_response_bytes, or its headers than 32 KiB")
+// ErrBodyTooLarge is the cause of the error of an answer over max_response_bytes, or of headers over 24 KiB (capped).
+var ErrBodyTooLarge = errors.New("answer larger than max_response_bytes, or its headers than 24 KiB")
 
 // Error is every error of a call to the platform: these fields and fixed words, no text of the platform's (body, header value, message).
 type Error struct {

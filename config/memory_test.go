@@ -17,8 +17,8 @@ func TestCheckMemory(t *testing.T) {
 		{"defaults in the shipped 115 MiB", 1000, DefaultMaxConcurrency, DefaultMaxResponseBytes, 115 * mib, true},
 		{"no limit", 5000, 4096, 1 << 30, 0, true},
 		{"the old defaults", 1, 32, 16 * mib, 115 * mib, false},
-		{"just fits", 0, 1, mib, BaselineMemory + DecodeFactor*mib + 512<<10, true},
-		{"one byte short", 0, 1, mib, BaselineMemory + DecodeFactor*mib + 512<<10 - 1, false},
+		{"just fits", 0, 1, mib, BaselineMemory + DecodeFactor*mib + HeaderMemory, true},
+		{"one byte short", 0, 1, mib, BaselineMemory + DecodeFactor*mib + HeaderMemory - 1, false},
 		{"thousands of tiny answers, each with its headers", 0, 4096, MinMaxResponseBytes, 2 << 30, false},
 		{"many apps", 6000, DefaultMaxConcurrency, DefaultMaxResponseBytes, 115 * mib, false},
 	} {
