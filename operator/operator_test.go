@@ -28,44 +28,10 @@ import (
 	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
-// platform is a demo simulator on loopback (no churn: sessions change only
-// when a test changes them) with an exporter configuration for it.
-type platform struct {
-	sim    *simulator.Simulator
-	faults *platformtest.Faults
-	apps   map[string]simulator.DemoApp
-	base   string // base URL of the API
-	config string
-}
+// platform is the demo platform of the operator's tests.
+type platform struct{ *platformtest.Demo }
 
-func startPlatform(t *testing.T) *platform {
-	t.Helper()
-	return startPlatformBehind(t, nil)
-}
-
-// startPlatformBehind is startPlatform with every request going through
-// wrap(sim) first (nil: straight to the simulator), so that a test can
-// change the platform's state at a precise request.
-func startPlatformBehind(t *testing.T, wrap func(sim *simulator.Simulator, next http.Handler) http.Handler) *platform {
-	t.Helper()
-	sim, apps := simulator.NewDemo()
-	faults := platformtest.New(sim)
-	var h http.Handler = faults
-	if wrap != nil {
-		h = wrap(sim, faults)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	base := srv.URL + simulator.BasePath
-	p := &platform{sim: sim, faults: faults, apps: map[string]simulator.DemoApp{}, base: base, config: filepath.Join(t.TempDir(), "duix.yml")}
-	require.NoError(t, simulator.WriteConfig(p.config, base, apps))
-	for _, a := range apps {
-		p.apps[a.Name] = a
-	}
-	return p
-}
-
-func (p *platform) id(app string) string { return p.apps[app].AppID }
+func startPlatform(t *testing.T) *platform { return &platform{platformtest.StartDemo(t, 0, nil)} }
 
 // oneAppConfig writes a configuration of one app, a, on the API at base
 // and returns its path.
@@ -86,7 +52,7 @@ type cliResult struct {
 // nil (not a terminal) unless given.
 func (p *platform) run(t *testing.T, stdin *os.File, args ...string) cliResult {
 	t.Helper()
-	return runCommand(t, stdin, append([]string{"--config.file=" + p.config}, args...)...)
+	return runCommand(t, stdin, append([]string{"--config.file=" + p.Config}, args...)...)
 }
 
 // runCommand parses args as the binary does (its --config.file and
@@ -145,7 +111,7 @@ func TestOperatorCommandsValidateTheirArguments(t *testing.T) {
 		assert.Contains(t, res.stderr, tc.want, "%v", tc.args)
 		assert.Empty(t, res.stdout, "%v: nothing on stdout", tc.args)
 	}
-	assert.Zero(t, p.sim.Requests(simulator.EndpointStop), "no call reaches the platform")
+	assert.Zero(t, p.Sim.Requests(simulator.EndpointStop), "no call reaches the platform")
 }
 
 // An ID of 257 bytes is refused with exit 2 before any call
@@ -164,12 +130,12 @@ func TestOperatorCommandsRefuseIDsLongerThan256Bytes(t *testing.T) {
 		assert.Equal(t, exitUsage, res.code, tc.flag)
 		assert.Contains(t, res.stderr, tc.flag+" is longer than 256 bytes")
 		assert.Empty(t, res.stdout)
-		assert.Zero(t, p.sim.Requests(tc.endpoint), "%s: no call is made", tc.flag)
+		assert.Zero(t, p.Sim.Requests(tc.endpoint), "%s: no call is made", tc.flag)
 
 		res = p.run(t, nil, append(tc.args, tc.flag+"="+strings.Repeat("7", 256))...)
 		assert.Equal(t, exitNotFound, res.code, "%s: 256 bytes are asked of the platform", tc.flag)
 		assert.NotContains(t, res.stderr, "longer than")
-		assert.Equal(t, int64(1), p.sim.Requests(tc.endpoint), tc.flag)
+		assert.Equal(t, int64(1), p.Sim.Requests(tc.endpoint), tc.flag)
 	}
 }
 
@@ -241,15 +207,15 @@ func TestAppsCheckPrintsEveryApp(t *testing.T) {
 		assert.Equal(t, want, rows[app][1:4], app)
 		assert.Regexp(t, `^\d+\.\dms$`, rows[app][4], app)
 	}
-	for _, a := range p.apps {
-		assert.Equal(t, int64(1), p.sim.RequestsFor(a.AppID, simulator.EndpointConcurrency), "each app is called once")
-		assert.Equal(t, int64(1), p.sim.RequestsFor(a.AppID, simulator.EndpointSessions))
+	for _, a := range p.Apps {
+		assert.Equal(t, int64(1), p.Sim.RequestsFor(a.AppID, simulator.EndpointConcurrency), "each app is called once")
+		assert.Equal(t, int64(1), p.Sim.RequestsFor(a.AppID, simulator.EndpointSessions))
 	}
 }
 
 func TestAppsCheckJSON(t *testing.T) {
 	p := startPlatform(t)
-	_, err := p.sim.StartSession(p.id("museum-guide"), "3081")
+	_, err := p.Sim.StartSession(p.ID("museum-guide"), "3081")
 	require.NoError(t, err)
 	res := p.run(t, nil, "apps", "check", "--output=json")
 	require.Equal(t, exitOK, res.code)
@@ -267,8 +233,8 @@ func TestAppsCheckJSON(t *testing.T) {
 
 func TestAppsCheckFailsWhenAnAppFails(t *testing.T) {
 	p := startPlatform(t)
-	p.faults.SetFault(p.id("museum-guide"), simulator.EndpointConcurrency, platformtest.Fault{Kind: platformtest.FaultHTTP500})
-	p.faults.SetFault(p.id("support-desk"), simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultSuccessFalse})
+	p.Faults.SetFault(p.ID("museum-guide"), simulator.EndpointConcurrency, platformtest.Fault{Kind: platformtest.FaultHTTP500})
+	p.Faults.SetFault(p.ID("support-desk"), simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultSuccessFalse})
 
 	res := p.run(t, nil, "apps", "check")
 	assert.Equal(t, exitFailed, res.code)
@@ -299,7 +265,7 @@ func TestAppsCheckNeverPrintsASecret(t *testing.T) {
 		"  - name: wrong-key\n    app_id: %q\n    app_key: %s\n"+
 		"  - name: bad-token\n    app_id: %q\n    token_file: %s\n"+
 		"  - name: good\n    app_id: %q\n    app_key: %s\n",
-		p.base, p.id("sales-avatar"), wrongKey, p.id("support-desk"), tokenFile, p.id("museum-guide"), p.apps["museum-guide"].AppKey)
+		p.Base, p.ID("sales-avatar"), wrongKey, p.ID("support-desk"), tokenFile, p.ID("museum-guide"), p.Apps["museum-guide"].AppKey)
 	path := filepath.Join(dir, "duix.yml")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
 
@@ -311,7 +277,7 @@ func TestAppsCheckNeverPrintsASecret(t *testing.T) {
 	assert.Equal(t, "1", rows["good"][1])
 	for _, out := range []string{res.stdout, res.stderr} {
 		assert.NotContains(t, out, "SECRET-")
-		assert.NotContains(t, out, p.apps["museum-guide"].AppKey)
+		assert.NotContains(t, out, p.Apps["museum-guide"].AppKey)
 	}
 }
 
@@ -352,7 +318,7 @@ func TestConversationShowText(t *testing.T) {
 
 func TestConversationShowGroupsScriptsByType(t *testing.T) {
 	p := startPlatform(t)
-	app := p.id("museum-guide")
+	app := p.ID("museum-guide")
 	conv := simulator.NewConversation("3099", "groups", 4)
 	conv.ScriptDtoList = []simulator.ScriptEntry{
 		{ID: 1, ScriptType: simulator.ScriptFarewell, ScriptContent: "bye one"},
@@ -362,7 +328,7 @@ func TestConversationShowGroupsScriptsByType(t *testing.T) {
 	}
 	conv.ConversationInfoDto.Gender = 1
 	conv.DetailDto.ModelIDType = 1
-	require.NoError(t, p.sim.AddConversation(app, conv))
+	require.NoError(t, p.Sim.AddConversation(app, conv))
 
 	res := p.run(t, nil, "conversation", "show", "--app=museum-guide", "--id=3099")
 	require.Equal(t, exitOK, res.code)
@@ -400,13 +366,13 @@ func TestConversationShowErrors(t *testing.T) {
 	res = p.run(t, nil, "conversation", "show", "--app=support-desk", "--id=2081")
 	assert.Equal(t, exitNotFound, res.code)
 
-	p.faults.SetFault(p.id("support-desk"), simulator.EndpointConversation, platformtest.Fault{Kind: platformtest.FaultWrongTypes})
+	p.Faults.SetFault(p.ID("support-desk"), simulator.EndpointConversation, platformtest.Fault{Kind: platformtest.FaultWrongTypes})
 	res = p.run(t, nil, "conversation", "show", "--app=support-desk", "--id=1081", "--output=json")
 	assert.Equal(t, exitFailed, res.code)
 	assert.Contains(t, res.stderr, "fetching conversation 1081 of app support-desk: getConversationById (app support-desk): decode: ")
 	assert.Empty(t, res.stdout)
 
-	p.faults.SetFault(p.id("support-desk"), simulator.EndpointConversation, platformtest.Fault{Kind: platformtest.FaultRateLimit429})
+	p.Faults.SetFault(p.ID("support-desk"), simulator.EndpointConversation, platformtest.Fault{Kind: platformtest.FaultRateLimit429})
 	res = p.run(t, nil, "conversation", "show", "--app=support-desk", "--id=1081")
 	assert.Equal(t, exitFailed, res.code)
 	assert.Contains(t, res.stderr, "getConversationById (app support-desk): rate_limited: HTTP 429")
@@ -416,7 +382,7 @@ func TestConversationShowErrors(t *testing.T) {
 // kiosk that never hung up leaves one.
 func (p *platform) startOld(t *testing.T, app, conv string, ago time.Duration) string {
 	t.Helper()
-	id, err := p.sim.StartSessionAt(p.id(app), conv, time.Now().Add(-ago))
+	id, err := p.Sim.StartSessionAt(p.ID(app), conv, time.Now().Add(-ago))
 	require.NoError(t, err)
 	return id
 }
@@ -424,7 +390,7 @@ func (p *platform) startOld(t *testing.T, app, conv string, ago time.Duration) s
 // activeIDs returns the IDs of the app's active sessions.
 func (p *platform) activeIDs(app string) map[string]bool {
 	ids := map[string]bool{}
-	for _, s := range p.sim.Sessions(p.id(app)) {
+	for _, s := range p.Sim.Sessions(p.ID(app)) {
 		ids[s.ID] = true
 	}
 	return ids
@@ -434,7 +400,7 @@ func (p *platform) activeIDs(app string) map[string]bool {
 func (p *platform) requests() map[string]int64 {
 	out := map[string]int64{}
 	for _, ep := range []string{simulator.EndpointConversation, simulator.EndpointConcurrency, simulator.EndpointSessions, simulator.EndpointStop, simulator.EndpointStopAll} {
-		out[ep] = p.sim.Requests(ep)
+		out[ep] = p.Sim.Requests(ep)
 	}
 	return out
 }
@@ -447,7 +413,7 @@ func TestSessionsStopOlderThan(t *testing.T) {
 	young := p.startOld(t, "support-desk", "1081", 90*time.Minute)
 	// A start time of 0 reads as none: such a session is not older than
 	// anything.
-	undated, err := p.sim.StartSessionAt(p.id("support-desk"), "1082", time.UnixMilli(0))
+	undated, err := p.Sim.StartSessionAt(p.ID("support-desk"), "1082", time.UnixMilli(0))
 	require.NoError(t, err)
 
 	res := p.run(t, nil, "sessions", "stop", "--app=support-desk", "--older-than=2h", "--yes")
@@ -474,8 +440,8 @@ func TestSessionsStopOlderThan(t *testing.T) {
 	}
 	assert.True(t, left[young], "a session younger than the limit is kept")
 	assert.True(t, left[undated], "a session without a start time is kept")
-	assert.EqualValues(t, 2, p.sim.Requests(simulator.EndpointStop), "one sessionStop per old session")
-	assert.Zero(t, p.sim.Requests(simulator.EndpointStopAll))
+	assert.EqualValues(t, 2, p.Sim.Requests(simulator.EndpointStop), "one sessionStop per old session")
+	assert.Zero(t, p.Sim.Requests(simulator.EndpointStopAll))
 
 	// Prometheus-style durations are accepted too.
 	res = p.run(t, nil, "sessions", "stop", "--app=support-desk", "--older-than=1d", "--yes")
@@ -490,8 +456,8 @@ func TestSessionsStopOlderThanWithNothingToStop(t *testing.T) {
 	require.Equal(t, exitOK, res.code)
 	assert.Equal(t, "app sales-avatar has 8 active session(s), none started more than 2h ago: nothing to stop\n", res.stdout)
 	assert.Empty(t, res.stderr)
-	assert.Zero(t, p.sim.Requests(simulator.EndpointStop))
-	assert.Equal(t, 8, p.sim.InUse(p.id("sales-avatar")))
+	assert.Zero(t, p.Sim.Requests(simulator.EndpointStop))
+	assert.Equal(t, 8, p.Sim.InUse(p.ID("sales-avatar")))
 }
 
 func TestSessionsStopOlderThanDryRun(t *testing.T) {
@@ -502,10 +468,10 @@ func TestSessionsStopOlderThanDryRun(t *testing.T) {
 	assert.Empty(t, res.stderr)
 	assert.Contains(t, tableRows(t, res.stdout), old)
 	assert.True(t, strings.HasSuffix(res.stdout, "dry run: 1 session(s) of app museum-guide would be stopped; nothing was stopped\n"), res.stdout)
-	assert.Zero(t, p.sim.Requests(simulator.EndpointStop))
-	assert.Zero(t, p.sim.Requests(simulator.EndpointStopAll))
+	assert.Zero(t, p.Sim.Requests(simulator.EndpointStop))
+	assert.Zero(t, p.Sim.Requests(simulator.EndpointStopAll))
 	assert.True(t, p.activeIDs("museum-guide")[old])
-	assert.Equal(t, 3, p.sim.InUse(p.id("museum-guide")))
+	assert.Equal(t, 3, p.Sim.InUse(p.ID("museum-guide")))
 }
 
 // TestSessionsStopOlderThanReportsEachOutcome stops three old sessions: the
@@ -514,20 +480,20 @@ func TestSessionsStopOlderThanDryRun(t *testing.T) {
 func TestSessionsStopOlderThanReportsEachOutcome(t *testing.T) {
 	type target struct{ app, id string }
 	var goneID atomic.Pointer[target] // ended just before its sessionStop arrives
-	p := startPlatformBehind(t, func(sim *simulator.Simulator, next http.Handler) http.Handler {
+	p := &platform{platformtest.StartDemo(t, 0, func(sim *simulator.Simulator, next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if g := goneID.Load(); g != nil && strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointStop) && r.URL.Query().Get("uuid") == g.id {
 				sim.EndSession(g.app, g.id) // the caller hung up meanwhile
 			}
 			next.ServeHTTP(w, r)
 		})
-	})
-	app := p.id("support-desk")
+	})}
+	app := p.ID("support-desk")
 	failing := p.startOld(t, "support-desk", "1081", 5*time.Hour)
 	gone := p.startOld(t, "support-desk", "1082", 4*time.Hour)
 	goneID.Store(&target{app, gone})
 	stopped := p.startOld(t, "support-desk", "1081", 3*time.Hour)
-	p.faults.SetFault(app, simulator.EndpointStop, platformtest.Fault{Kind: platformtest.FaultHTML502, Times: 1})
+	p.Faults.SetFault(app, simulator.EndpointStop, platformtest.Fault{Kind: platformtest.FaultHTML502, Times: 1})
 
 	res := p.run(t, nil, "sessions", "stop", "--app=support-desk", "--older-than=2h", "--yes")
 	assert.Equal(t, exitFailed, res.code)
@@ -540,7 +506,7 @@ func TestSessionsStopOlderThanReportsEachOutcome(t *testing.T) {
 	assert.True(t, left[failing], "the failed stop left its session active")
 	assert.False(t, left[gone])
 	assert.False(t, left[stopped])
-	assert.EqualValues(t, 3, p.sim.Requests(simulator.EndpointStop), "every session was tried once")
+	assert.EqualValues(t, 3, p.Sim.Requests(simulator.EndpointStop), "every session was tried once")
 
 	// Already gone is not a failure: what was asked for is done.
 	gone = p.startOld(t, "support-desk", "1082", 4*time.Hour)
@@ -555,12 +521,12 @@ func TestSessionsStopOlderThanReportsEachOutcome(t *testing.T) {
 func TestSessionsStopOlderThanOfAFailingList(t *testing.T) {
 	p := startPlatform(t)
 	p.startOld(t, "support-desk", "1081", 5*time.Hour)
-	p.faults.SetFault(p.id("support-desk"), simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultTruncatedJSON})
+	p.Faults.SetFault(p.ID("support-desk"), simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultTruncatedJSON})
 	res := p.run(t, nil, "sessions", "stop", "--app=support-desk", "--older-than=2h", "--yes")
 	assert.Equal(t, exitFailed, res.code)
 	assert.Contains(t, res.stderr, "listing the sessions of app support-desk: getconcurrentList (app support-desk): decode: ")
 	assert.Empty(t, res.stdout)
-	assert.Zero(t, p.sim.Requests(simulator.EndpointStop))
+	assert.Zero(t, p.Sim.Requests(simulator.EndpointStop))
 }
 
 func TestSessionsStopAll(t *testing.T) {
@@ -573,17 +539,17 @@ func TestSessionsStopAll(t *testing.T) {
 	require.Len(t, lines, 2, res.stdout)
 	assert.Regexp(t, `^app support-desk has 4 active session\(s\), the oldest started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(5h0m\d+s ago\)$`, lines[0])
 	assert.Equal(t, `closed every session of app support-desk: the platform answered code "200"`, lines[1])
-	assert.Zero(t, p.sim.InUse(p.id("support-desk")))
-	assert.Equal(t, 8, p.sim.InUse(p.id("sales-avatar")), "other apps keep their sessions")
-	assert.EqualValues(t, 1, p.sim.RequestsFor(p.id("support-desk"), simulator.EndpointStopAll))
-	assert.Zero(t, p.sim.Requests(simulator.EndpointStop), "one call closes them all")
+	assert.Zero(t, p.Sim.InUse(p.ID("support-desk")))
+	assert.Equal(t, 8, p.Sim.InUse(p.ID("sales-avatar")), "other apps keep their sessions")
+	assert.EqualValues(t, 1, p.Sim.RequestsFor(p.ID("support-desk"), simulator.EndpointStopAll))
+	assert.Zero(t, p.Sim.Requests(simulator.EndpointStop), "one call closes them all")
 
 	// An app that lists no session: the platform is asked all the same.
 	res = p.run(t, nil, "sessions", "stop", "--app=support-desk", "--all", "--yes")
 	require.Equal(t, exitOK, res.code)
 	assert.Equal(t, "app support-desk has 0 active session(s)\n"+
 		`closed every session of app support-desk: the platform answered code "200"`+"\n", res.stdout)
-	assert.EqualValues(t, 2, p.sim.Requests(simulator.EndpointStopAll))
+	assert.EqualValues(t, 2, p.Sim.Requests(simulator.EndpointStopAll))
 }
 
 func TestSessionsStopAllDryRun(t *testing.T) {
@@ -593,29 +559,29 @@ func TestSessionsStopAllDryRun(t *testing.T) {
 	assert.Empty(t, res.stderr)
 	assert.Contains(t, res.stdout, "app museum-guide has 2 active session(s), the oldest started ")
 	assert.True(t, strings.HasSuffix(res.stdout, "dry run: every session of app museum-guide would be closed (distroyCallSessionsByAppId); nothing was stopped\n"), res.stdout)
-	assert.Zero(t, p.sim.Requests(simulator.EndpointStopAll))
-	assert.Equal(t, 2, p.sim.InUse(p.id("museum-guide")))
+	assert.Zero(t, p.Sim.Requests(simulator.EndpointStopAll))
+	assert.Equal(t, 2, p.Sim.InUse(p.ID("museum-guide")))
 }
 
 func TestSessionsStopAllFailures(t *testing.T) {
 	p := startPlatform(t)
-	app := p.id("museum-guide")
+	app := p.ID("museum-guide")
 
-	p.faults.SetFault(app, simulator.EndpointStopAll, platformtest.Fault{Kind: platformtest.FaultSuccessFalse, Times: 1})
+	p.Faults.SetFault(app, simulator.EndpointStopAll, platformtest.Fault{Kind: platformtest.FaultSuccessFalse, Times: 1})
 	res := p.run(t, nil, "sessions", "stop", "--app=museum-guide", "--all", "--yes")
 	assert.Equal(t, exitFailed, res.code)
 	assert.Equal(t, "duix_exporter sessions stop: closing every session of app museum-guide: distroyCallSessionsByAppId (app museum-guide): api, code 500: success is false\n", res.stderr)
 	assert.NotContains(t, res.stdout, "closed")
-	assert.Equal(t, 2, p.sim.InUse(app))
+	assert.Equal(t, 2, p.Sim.InUse(app))
 
 	// Without the list there is no count to show: the platform is not
 	// asked to close anything.
-	p.faults.SetFault(app, simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultHTML502, Times: 1})
+	p.Faults.SetFault(app, simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultHTML502, Times: 1})
 	res = p.run(t, nil, "sessions", "stop", "--app=museum-guide", "--all", "--yes")
 	assert.Equal(t, exitFailed, res.code)
 	assert.Contains(t, res.stderr, "listing the sessions of app museum-guide: getconcurrentList (app museum-guide): http: HTTP 502")
-	assert.EqualValues(t, 1, p.sim.Requests(simulator.EndpointStopAll), "only the first, faulted, call")
-	assert.Equal(t, 2, p.sim.InUse(app))
+	assert.EqualValues(t, 1, p.Sim.Requests(simulator.EndpointStopAll), "only the first, faulted, call")
+	assert.Equal(t, 2, p.Sim.InUse(app))
 }
 
 func TestSessionsStopManyRefusesWithoutATerminalOrYes(t *testing.T) {
@@ -631,10 +597,10 @@ func TestSessionsStopManyRefusesWithoutATerminalOrYes(t *testing.T) {
 		assert.Equal(t, exitDeclined, res.code, tc.mode)
 		assert.Equal(t, "duix_exporter sessions stop: "+tc.want+"\n", res.stderr, tc.mode)
 	}
-	assert.Zero(t, p.sim.Requests(simulator.EndpointStop), "the platform is not asked to stop anything")
-	assert.Zero(t, p.sim.Requests(simulator.EndpointStopAll))
+	assert.Zero(t, p.Sim.Requests(simulator.EndpointStop), "the platform is not asked to stop anything")
+	assert.Zero(t, p.Sim.Requests(simulator.EndpointStopAll))
 	assert.True(t, p.activeIDs("support-desk")[old])
-	assert.Equal(t, 4, p.sim.InUse(p.id("support-desk")))
+	assert.Equal(t, 4, p.Sim.InUse(p.ID("support-desk")))
 }
 
 func TestSessionsStopNeedsExactlyOneOfSessionOlderThanAll(t *testing.T) {
@@ -667,7 +633,7 @@ func TestSessionsStopNeedsExactlyOneOfSessionOlderThanAll(t *testing.T) {
 	for ep, n := range p.requests() {
 		assert.Zero(t, n, "no call reaches the platform: %s", ep)
 	}
-	assert.Equal(t, 3, p.sim.InUse(p.id("support-desk")))
+	assert.Equal(t, 3, p.Sim.InUse(p.ID("support-desk")))
 }
 
 func TestParseAge(t *testing.T) {
@@ -693,14 +659,14 @@ func TestSessionsListTable(t *testing.T) {
 	rows := tableRows(t, res.stdout)
 	assert.Equal(t, []string{"SESSION ID", "CONVERSATION", "STARTED (UTC)", "AGE", "appId", "status"}, rows["SESSION ID"],
 		"the record's other fields get a column each")
-	want := p.sim.Sessions(p.id("sales-avatar"))
+	want := p.Sim.Sessions(p.ID("sales-avatar"))
 	require.Len(t, want, 8)
 	for _, s := range want {
 		row := rows[s.ID]
 		require.Len(t, row, 6, "row of %s", s.ID)
 		assert.Equal(t, s.ConversationID, row[1])
 		assert.Equal(t, s.Start.UTC().Format(time.DateTime), row[2])
-		assert.Equal(t, p.id("sales-avatar"), row[4])
+		assert.Equal(t, p.ID("sales-avatar"), row[4])
 		assert.Equal(t, "in_call", row[5])
 	}
 	assert.Contains(t, res.stdout, "8 active session(s)")
@@ -721,7 +687,7 @@ func TestSessionsListJSON(t *testing.T) {
 		} `json:"sessions"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &out), res.stdout)
-	want := p.sim.Sessions(p.id("museum-guide"))
+	want := p.Sim.Sessions(p.ID("museum-guide"))
 	assert.Equal(t, "museum-guide", out.App)
 	assert.Equal(t, len(want), out.Count)
 	require.Len(t, out.Sessions, len(want))
@@ -738,8 +704,8 @@ func TestSessionsListJSON(t *testing.T) {
 
 func TestSessionsListWithoutSessions(t *testing.T) {
 	p := startPlatform(t)
-	for _, s := range p.sim.Sessions(p.id("museum-guide")) {
-		require.True(t, p.sim.EndSession(p.id("museum-guide"), s.ID))
+	for _, s := range p.Sim.Sessions(p.ID("museum-guide")) {
+		require.True(t, p.Sim.EndSession(p.ID("museum-guide"), s.ID))
 	}
 	res := p.run(t, nil, "sessions", "list", "--app=museum-guide")
 	require.Equal(t, exitOK, res.code)
@@ -752,7 +718,7 @@ func TestSessionsListWithoutSessions(t *testing.T) {
 
 func TestSessionsListOfAFailingApp(t *testing.T) {
 	p := startPlatform(t)
-	p.faults.SetFault(p.id("sales-avatar"), simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultTruncatedJSON})
+	p.Faults.SetFault(p.ID("sales-avatar"), simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultTruncatedJSON})
 	res := p.run(t, nil, "sessions", "list", "--app=sales-avatar", "--output=json")
 	assert.Equal(t, exitFailed, res.code)
 	assert.False(t, json.Valid([]byte(res.stdout)), "a list cut short is not a JSON document")
@@ -761,13 +727,13 @@ func TestSessionsListOfAFailingApp(t *testing.T) {
 
 func TestSessionsStop(t *testing.T) {
 	p := startPlatform(t)
-	app := p.id("sales-avatar")
-	victim := p.sim.Sessions(app)[3]
+	app := p.ID("sales-avatar")
+	victim := p.Sim.Sessions(app)[3]
 	res := p.run(t, nil, "sessions", "stop", "--app=sales-avatar", "--session="+victim.ID, "--yes")
 	require.Equal(t, exitOK, res.code)
 	assert.Equal(t, "stopped session "+victim.ID+` of app sales-avatar: the platform answered code "200"`+"\n", res.stdout)
-	assert.Equal(t, 7, p.sim.InUse(app), "the slot is free")
-	for _, s := range p.sim.Sessions(app) {
+	assert.Equal(t, 7, p.Sim.InUse(app), "the slot is free")
+	for _, s := range p.Sim.Sessions(app) {
 		assert.NotEqual(t, victim.ID, s.ID)
 	}
 
@@ -781,40 +747,40 @@ func TestSessionsStop(t *testing.T) {
 
 func TestSessionsStopOfAnEndedOrUnknownSession(t *testing.T) {
 	p := startPlatform(t)
-	app := p.id("support-desk")
-	ended := p.sim.Sessions(app)[0]
-	require.True(t, p.sim.EndSession(app, ended.ID))
+	app := p.ID("support-desk")
+	ended := p.Sim.Sessions(app)[0]
+	require.True(t, p.Sim.EndSession(app, ended.ID))
 	for _, id := range []string{ended.ID, "00000000-0000-4000-8000-000000000000"} {
 		res := p.run(t, nil, "sessions", "stop", "--app=support-desk", "--session="+id, "--yes")
 		assert.Equal(t, exitNotFound, res.code, id)
 		assert.Contains(t, res.stderr, "session "+id+" of app support-desk is unknown or no longer active")
 	}
-	assert.Equal(t, 2, p.sim.InUse(app), "nothing else was stopped")
+	assert.Equal(t, 2, p.Sim.InUse(app), "nothing else was stopped")
 }
 
 func TestSessionsStopRefusesWithoutATerminalOrYes(t *testing.T) {
 	p := startPlatform(t)
-	app := p.id("museum-guide")
-	s := p.sim.Sessions(app)[0]
+	app := p.ID("museum-guide")
+	s := p.Sim.Sessions(app)[0]
 	res := p.run(t, nil, "sessions", "stop", "--app=museum-guide", "--session="+s.ID)
 	assert.Equal(t, exitDeclined, res.code)
 	assert.Contains(t, res.stderr, "stdin is not a terminal")
 	assert.Contains(t, res.stderr, "--yes")
 	assert.Empty(t, res.stdout)
-	assert.Zero(t, p.sim.Requests(simulator.EndpointStop), "the platform is not asked")
-	assert.Equal(t, 2, p.sim.InUse(app))
+	assert.Zero(t, p.Sim.Requests(simulator.EndpointStop), "the platform is not asked")
+	assert.Equal(t, 2, p.Sim.InUse(app))
 }
 
 func TestSessionsStopOfAFailingApp(t *testing.T) {
 	p := startPlatform(t)
-	app := p.id("museum-guide")
-	s := p.sim.Sessions(app)[0]
-	p.faults.SetFault(app, simulator.EndpointStop, platformtest.Fault{Kind: platformtest.FaultHTML502})
+	app := p.ID("museum-guide")
+	s := p.Sim.Sessions(app)[0]
+	p.Faults.SetFault(app, simulator.EndpointStop, platformtest.Fault{Kind: platformtest.FaultHTML502})
 	res := p.run(t, nil, "sessions", "stop", "--app=museum-guide", "--session="+s.ID, "--yes")
 	assert.Equal(t, exitFailed, res.code)
 	assert.Contains(t, res.stderr, "stopping session "+s.ID+" of app museum-guide: sessionStop (app museum-guide): http: HTTP 502")
 	assert.False(t, strings.Contains(res.stdout, "stopped"))
-	assert.Equal(t, 2, p.sim.InUse(app))
+	assert.Equal(t, 2, p.Sim.InUse(app))
 }
 
 // firstRow is stdout for a streaming test: it tells when a session row

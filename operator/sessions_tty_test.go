@@ -45,7 +45,7 @@ func openPTY(t *testing.T) (master, tty *os.File) {
 
 func TestSessionsStopAsksOnATerminal(t *testing.T) {
 	p := startPlatform(t)
-	app := p.id("museum-guide")
+	app := p.ID("museum-guide")
 	for _, tc := range []struct {
 		answer  string
 		code    int
@@ -56,8 +56,8 @@ func TestSessionsStopAsksOnATerminal(t *testing.T) {
 		{"maybe\n", exitDeclined, false},
 		{"y\n", exitOK, true},
 	} {
-		s := p.sim.Sessions(app)[0]
-		before := p.sim.InUse(app)
+		s := p.Sim.Sessions(app)[0]
+		before := p.Sim.InUse(app)
 		master, tty := openPTY(t)
 		_, err := master.WriteString(tc.answer)
 		require.NoError(t, err)
@@ -69,19 +69,19 @@ func TestSessionsStopAsksOnATerminal(t *testing.T) {
 		assert.Contains(t, res.stderr, "Stop session "+s.ID+" of app museum-guide? This ends the call. [y/N]")
 		if tc.stopped {
 			assert.Contains(t, res.stdout, "stopped session "+s.ID)
-			assert.Equal(t, before-1, p.sim.InUse(app))
+			assert.Equal(t, before-1, p.Sim.InUse(app))
 		} else {
 			assert.Contains(t, res.stderr, "not confirmed")
 			assert.Empty(t, res.stdout)
-			assert.Equal(t, before, p.sim.InUse(app), "answer %q stops nothing", tc.answer)
+			assert.Equal(t, before, p.Sim.InUse(app), "answer %q stops nothing", tc.answer)
 		}
 	}
-	assert.Equal(t, int64(1), p.sim.Requests(simulator.EndpointStop), "only the confirmed stop reached the platform")
+	assert.Equal(t, int64(1), p.Sim.Requests(simulator.EndpointStop), "only the confirmed stop reached the platform")
 }
 
 func TestSessionsStopManyAsksOnceOnATerminal(t *testing.T) {
 	p := startPlatform(t)
-	app := p.id("support-desk")
+	app := p.ID("support-desk")
 	old1 := p.startOld(t, "support-desk", "1081", 5*time.Hour)
 	old2 := p.startOld(t, "support-desk", "1082", 3*time.Hour)
 	ask := func(answer string, args ...string) cliResult {
@@ -97,28 +97,28 @@ func TestSessionsStopManyAsksOnceOnATerminal(t *testing.T) {
 	assert.Equal(t, exitDeclined, res.code)
 	assert.Contains(t, tableRows(t, res.stdout), old1, "the sessions are shown before the question")
 	assert.Equal(t, olderPrompt+"duix_exporter sessions stop: not confirmed: no session of app support-desk was stopped\n", res.stderr)
-	assert.Zero(t, p.sim.Requests(simulator.EndpointStop))
-	assert.Equal(t, 5, p.sim.InUse(app))
+	assert.Zero(t, p.Sim.Requests(simulator.EndpointStop))
+	assert.Equal(t, 5, p.Sim.InUse(app))
 
 	res = ask("y\n", "--older-than=2h")
 	assert.Equal(t, exitOK, res.code)
 	assert.Equal(t, olderPrompt, res.stderr, "asked once for all of them")
 	assert.Contains(t, res.stdout, "session "+old1+": stopped\nsession "+old2+": stopped\n")
-	assert.EqualValues(t, 2, p.sim.Requests(simulator.EndpointStop))
-	assert.Equal(t, 3, p.sim.InUse(app))
+	assert.EqualValues(t, 2, p.Sim.Requests(simulator.EndpointStop))
+	assert.Equal(t, 3, p.Sim.InUse(app))
 
 	const allPrompt = "Close every session of app support-desk (3 listed)? This ends all its calls. [y/N] "
 	res = ask("\n", "--all")
 	assert.Equal(t, exitDeclined, res.code)
 	assert.Equal(t, allPrompt+"duix_exporter sessions stop: not confirmed: no session of app support-desk was stopped\n", res.stderr)
-	assert.Zero(t, p.sim.Requests(simulator.EndpointStopAll))
-	assert.Equal(t, 3, p.sim.InUse(app))
+	assert.Zero(t, p.Sim.Requests(simulator.EndpointStopAll))
+	assert.Equal(t, 3, p.Sim.InUse(app))
 
 	res = ask("YES\n", "--all")
 	assert.Equal(t, exitOK, res.code)
 	assert.Equal(t, allPrompt, res.stderr)
 	assert.Contains(t, res.stdout, `closed every session of app support-desk: the platform answered code "200"`)
-	assert.Zero(t, p.sim.InUse(app))
+	assert.Zero(t, p.Sim.InUse(app))
 }
 
 // Ctrl-C at the question (the daemon's signal handling ends the command's
@@ -127,7 +127,7 @@ func TestSessionsStopManyAsksOnceOnATerminal(t *testing.T) {
 func TestCtrlCAtTheQuestionIsNo(t *testing.T) {
 	p := startPlatform(t)
 	p.startOld(t, "support-desk", "1081", 5*time.Hour)
-	for _, args := range [][]string{{"--all"}, {"--older-than=2h"}, {"--session=" + p.sim.Sessions(p.id("museum-guide"))[0].ID}} {
+	for _, args := range [][]string{{"--all"}, {"--older-than=2h"}, {"--session=" + p.Sim.Sessions(p.ID("museum-guide"))[0].ID}} {
 		master, tty := openPTY(t) // a terminal where nobody types yet
 		ctx, cancel := context.WithCancel(context.Background())
 		var stdout, stderr platformtest.Buffer
@@ -142,7 +142,7 @@ func TestCtrlCAtTheQuestionIsNo(t *testing.T) {
 		require.NoError(t, err)
 		done := make(chan int, 1)
 		go func() {
-			code, _ := cmds.Run(ctx, cmd, Env{Program: "duix_exporter", ConfigFile: p.config, Stdin: tty, Stdout: &stdout, Stderr: &stderr})
+			code, _ := cmds.Run(ctx, cmd, Env{Program: "duix_exporter", ConfigFile: p.Config, Stdin: tty, Stdout: &stdout, Stderr: &stderr})
 			done <- code
 		}()
 		require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "[y/N] ") }, time.Minute, time.Millisecond, "the question is asked")
@@ -157,5 +157,5 @@ func TestCtrlCAtTheQuestionIsNo(t *testing.T) {
 		_, err = master.WriteString("y\n")
 		require.NoError(t, err)
 	}
-	assert.Zero(t, p.sim.Requests(simulator.EndpointStop)+p.sim.Requests(simulator.EndpointStopAll), "nothing was stopped")
+	assert.Zero(t, p.Sim.Requests(simulator.EndpointStop)+p.Sim.Requests(simulator.EndpointStopAll), "nothing was stopped")
 }

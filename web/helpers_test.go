@@ -6,8 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +22,6 @@ import (
 	"github.com/duix-exporter/duix_exporter/collector"
 	"github.com/duix-exporter/duix_exporter/config"
 	"github.com/duix-exporter/duix_exporter/internal/platformtest"
-	"github.com/duix-exporter/duix_exporter/simulator"
 )
 
 // hangTimeout bounds the waits of these tests. It only detects a hang: CI
@@ -32,37 +29,14 @@ import (
 // happens, only that it does.
 const hangTimeout = time.Minute
 
-// platform is a demo simulator on loopback (no churn: sessions change only
-// when a test changes them) with an exporter configuration for it, whose
-// api.timeout is hangTimeout: a call to a healthy platform never runs out
-// of time, however busy the machine.
-type platform struct {
-	sim    *simulator.Simulator
-	faults *platformtest.Faults
-	apps   map[string]simulator.DemoApp
-	base   string // base URL of the API
-	config string
-}
+// platform is the demo platform, whose configuration's api.timeout is
+// hangTimeout: a call to a healthy platform never runs out of time, however
+// busy the machine.
+type platform struct{ *platformtest.Demo }
 
 func startPlatform(t *testing.T) *platform {
-	t.Helper()
-	sim, apps := simulator.NewDemo()
-	base, faults := platformtest.Start(t, sim)
-	p := &platform{sim: sim, faults: faults, apps: map[string]simulator.DemoApp{}, base: base, config: filepath.Join(t.TempDir(), "duix.yml")}
-	require.NoError(t, simulator.WriteConfig(p.config, base, apps))
-	cfg, err := os.ReadFile(p.config)
-	require.NoError(t, err)
-	const demoTimeout = "\n  timeout: 5s\n"
-	require.Contains(t, string(cfg), demoTimeout)
-	cfg = []byte(strings.Replace(string(cfg), demoTimeout, "\n  timeout: "+model.Duration(hangTimeout).String()+"\n", 1))
-	require.NoError(t, os.WriteFile(p.config, cfg, 0o600))
-	for _, a := range apps {
-		p.apps[a.Name] = a
-	}
-	return p
+	return &platform{platformtest.StartDemo(t, hangTimeout, nil)}
 }
-
-func (p *platform) id(app string) string { return p.apps[app].AppID }
 
 // server is the exporter's endpoints, served on loopback as the binary
 // serves them, for the configuration file given.

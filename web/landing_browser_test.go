@@ -47,7 +47,7 @@ func TestLandingPageInChromium(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")
 	require.NoError(t, err, "chromium is needed (Debian package chromium): run `make test-deps`")
 
-	s := serve(t, startPlatform(t).config, Options{})
+	s := serve(t, startPlatform(t).Config, Options{})
 	code, page := s.get(t, "/")
 	require.Equal(t, http.StatusOK, code)
 	for app, cells := range statusRows(page) {

@@ -45,7 +45,7 @@ func statusRows(page string) map[string][]statusCell {
 
 func newTestExporter(t *testing.T, p *platform) *collector.Exporter {
 	t.Helper()
-	cfg, err := config.Load(p.config)
+	cfg, err := config.Load(p.Config)
 	require.NoError(t, err)
 	exp := collector.New(collector.Options{})
 	require.NoError(t, exp.Apply(cfg))
@@ -87,16 +87,16 @@ func TestLandingPageShowsTheLastScrape(t *testing.T) {
 	require.Len(t, rows, 3)
 	for _, app := range []string{"support-desk", "sales-avatar", "museum-guide"} {
 		require.Len(t, rows[app], 3, app)
-		assert.Equal(t, app+" app ID "+p.id(app), rows[app][0].text)
+		assert.Equal(t, app+" app ID "+p.ID(app), rows[app][0].text)
 		assert.Equal(t, "not scraped yet", rows[app][1].text)
 		assert.Equal(t, `<a href="/probe?app=`+app+`">/probe?app=`+app+`</a>`, rows[app][2].html)
 	}
-	assert.Zero(t, p.sim.Requests(simulator.EndpointConcurrency), "the page calls nothing")
+	assert.Zero(t, p.Sim.Requests(simulator.EndpointConcurrency), "the page calls nothing")
 
 	scrapeOnce(t, exp)
 	// museum-guide now at its limit, a scrape later.
 	for range 3 {
-		_, err := p.sim.StartSession(p.id("museum-guide"), "3081")
+		_, err := p.Sim.StartSession(p.ID("museum-guide"), "3081")
 		require.NoError(t, err)
 	}
 	_, body = getLanding(t, page, "/")
@@ -138,7 +138,7 @@ func TestLandingPageEscapesErrors(t *testing.T) {
 		landingPage(w, Options{TelemetryPath: "/custom-metrics"}, exp.Statuses())
 	})
 	// A gateway's HTML page ends up in the error message.
-	p.faults.SetFault(p.id("sales-avatar"), simulator.EndpointConcurrency, platformtest.Fault{Kind: platformtest.FaultHTML502})
+	p.Faults.SetFault(p.ID("sales-avatar"), simulator.EndpointConcurrency, platformtest.Fault{Kind: platformtest.FaultHTML502})
 	scrapeOnce(t, exp)
 
 	_, body := getLanding(t, page, "/")

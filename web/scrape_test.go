@@ -30,7 +30,7 @@ import (
 
 func TestMetricsServesEveryAppWithTheProcessMetrics(t *testing.T) {
 	p := startPlatform(t)
-	s := serve(t, p.config, Options{})
+	s := serve(t, p.Config, Options{})
 	m := s.scrape(t, "/metrics")
 	for _, app := range []string{"support-desk", "sales-avatar", "museum-guide"} {
 		assert.Equal(t, 1.0, m["duix_up"]["app="+app], app)
@@ -48,17 +48,17 @@ func TestMetricsServesEveryAppWithTheProcessMetrics(t *testing.T) {
 
 func TestProbeServesOneApp(t *testing.T) {
 	p := startPlatform(t)
-	s := serve(t, p.config, Options{})
+	s := serve(t, p.Config, Options{})
 	m := s.scrape(t, "/probe?app=museum-guide")
 	assert.Equal(t, map[string]float64{"app=museum-guide": 1}, m["duix_up"])
 	assert.NotContains(t, m, "go_goroutines", "only the app's metrics")
 	assert.NotContains(t, m, "duix_api_requests_total")
-	assert.Zero(t, p.sim.RequestsFor(p.id("support-desk"), simulator.EndpointConcurrency), "no other app is called")
+	assert.Zero(t, p.Sim.RequestsFor(p.ID("support-desk"), simulator.EndpointConcurrency), "no other app is called")
 }
 
 func TestProbeAcceptsOneConfiguredNameOnly(t *testing.T) {
 	p := startPlatform(t)
-	s := serve(t, p.config, Options{})
+	s := serve(t, p.Config, Options{})
 	long := strings.Repeat("\x1b[31m<script>", 1000)
 	for q, want := range map[string]string{
 		"":                                     "the app parameter is missing",
@@ -83,7 +83,7 @@ func TestProbeAcceptsOneConfiguredNameOnly(t *testing.T) {
 		assert.Less(t, len(body), 256, "%.40s: the answer echoes a bounded part of the name", q)
 		assert.False(t, strings.ContainsFunc(strings.TrimSuffix(body, "\n"), unicode.IsControl), "%.40s: no control characters", q)
 	}
-	assert.Zero(t, p.sim.Requests(simulator.EndpointConcurrency), "a refused probe calls nothing")
+	assert.Zero(t, p.Sim.Requests(simulator.EndpointConcurrency), "a refused probe calls nothing")
 }
 
 // One app's platform answers in an hour: at the scrape's deadline it gives
@@ -93,8 +93,8 @@ func TestProbeAcceptsOneConfiguredNameOnly(t *testing.T) {
 func TestScrapeTimeoutGivesUpZeroWithReasonTimeout(t *testing.T) {
 	t.Parallel()
 	p := startPlatform(t)
-	s := serve(t, p.config, Options{TimeoutOffset: 500 * time.Millisecond})
-	p.sim.SetLatency(p.id("museum-guide"), "", time.Hour)
+	s := serve(t, p.Config, Options{TimeoutOffset: 500 * time.Millisecond})
+	p.Sim.SetLatency(p.ID("museum-guide"), "", time.Hour)
 	m := s.scrape(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", "2.5")
 	assert.Equal(t, 1.0, m["duix_up"]["app=support-desk"])
 	assert.Equal(t, 1.0, m["duix_up"]["app=sales-avatar"])
@@ -113,7 +113,7 @@ func TestScrapeTimeoutGivesUpZeroWithReasonTimeout(t *testing.T) {
 
 func TestBadScrapeTimeoutHeaderIsRefused(t *testing.T) {
 	p := startPlatform(t)
-	s := serve(t, p.config, Options{TimeoutOffset: 500 * time.Millisecond})
+	s := serve(t, p.Config, Options{TimeoutOffset: 500 * time.Millisecond})
 	for _, v := range []string{"soon", "NaN", "nan", "+Inf", "-Inf", "Infinity", "-1", "0", "-0", "3600.5", "1e309", "0x10", "1 0", strings.Repeat("9", 10000)} {
 		for _, path := range []string{"/metrics", "/probe?app=museum-guide"} {
 			code, body := s.get(t, path, "X-Prometheus-Scrape-Timeout-Seconds", v)
@@ -134,8 +134,8 @@ func TestBadScrapeTimeoutHeaderIsRefused(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, code, v)
 		assert.Equal(t, "scrape timeout too short: at least 100ms after --scrape.timeout-offset\n", body, v)
 	}
-	assert.Zero(t, p.sim.Requests(simulator.EndpointConcurrency), "a refused scrape calls nothing")
-	assert.Zero(t, p.sim.Requests(simulator.EndpointSessions))
+	assert.Zero(t, p.Sim.Requests(simulator.EndpointConcurrency), "a refused scrape calls nothing")
+	assert.Zero(t, p.Sim.Requests(simulator.EndpointSessions))
 
 	// Nothing was counted against the platform.
 	m := s.scrape(t, "/metrics")
@@ -178,13 +178,13 @@ func TestScrapeTimeout(t *testing.T) {
 
 func TestScrapeLimitIsSharedByMetricsAndProbe(t *testing.T) {
 	p := startPlatform(t)
-	s := serve(t, p.config, Options{MaxRequests: 1})
-	p.sim.SetLatency("", "", time.Hour)
+	s := serve(t, p.Config, Options{MaxRequests: 1})
+	p.Sim.SetLatency("", "", time.Hour)
 
 	// A scrape holds the only slot until the test cancels it.
 	first, cancel := s.scrapeUntilCancelled()
 	defer cancel()
-	require.Eventually(t, func() bool { return p.sim.Requests(simulator.EndpointConcurrency) > 0 }, hangTimeout, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return p.Sim.Requests(simulator.EndpointConcurrency) > 0 }, hangTimeout, 5*time.Millisecond)
 	for _, path := range []string{"/metrics", "/probe?app=museum-guide"} {
 		code, body := s.get(t, path)
 		assert.Equal(t, http.StatusServiceUnavailable, code, path)
@@ -195,7 +195,7 @@ func TestScrapeLimitIsSharedByMetricsAndProbe(t *testing.T) {
 
 	cancel()
 	require.Error(t, <-first)
-	p.faults.ClearFaults()
+	p.Faults.ClearFaults()
 	// The calls of the first scrape go on (a shared call runs to its end):
 	// a scrape with a deadline of its own is answered, rather than 503.
 	require.Eventually(t, func() bool {
@@ -209,7 +209,7 @@ func TestScrapeLimitIsSharedByMetricsAndProbe(t *testing.T) {
 // is on in make test) and agree on every app's series.
 func TestSimultaneousScrapesInBothFormatsAgree(t *testing.T) {
 	p := startPlatform(t)
-	s := serve(t, p.config, Options{})
+	s := serve(t, p.Config, Options{})
 	const protobuf = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
 	type answer struct {
 		format expfmt.Format
@@ -276,23 +276,23 @@ func TestSimultaneousScrapesInBothFormatsAgree(t *testing.T) {
 func TestSimultaneousScrapesCostOneSetOfCalls(t *testing.T) {
 	t.Parallel()
 	p := startPlatform(t)
-	s := serve(t, p.config, Options{})
-	p.sim.SetLatency("", "", time.Hour)
+	s := serve(t, p.Config, Options{})
+	p.Sim.SetLatency("", "", time.Hour)
 	done := make(chan string, 2)
 	scrape := func() {
 		_, body := s.get(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", "1")
 		done <- body
 	}
 	go scrape()
-	require.Eventually(t, func() bool { return p.sim.Requests(simulator.EndpointConcurrency) == 3 }, hangTimeout, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return p.Sim.Requests(simulator.EndpointConcurrency) == 3 }, hangTimeout, 5*time.Millisecond)
 	go scrape()
 	bodies := []string{<-done, <-done}
 	for _, body := range bodies {
 		m := samples(t, body)
 		assert.Equal(t, map[string]float64{"app=support-desk": 0, "app=sales-avatar": 0, "app=museum-guide": 0}, m["duix_up"])
 	}
-	assert.Equal(t, int64(3), p.sim.Requests(simulator.EndpointConcurrency), "one call per app for both scrapes")
-	assert.LessOrEqual(t, p.sim.Requests(simulator.EndpointSessions), int64(3))
+	assert.Equal(t, int64(3), p.Sim.Requests(simulator.EndpointConcurrency), "one call per app for both scrapes")
+	assert.LessOrEqual(t, p.Sim.Requests(simulator.EndpointSessions), int64(3))
 }
 
 // A gathering ends when its scrape's client leaves: a scrape that arrives
@@ -301,10 +301,10 @@ func TestSimultaneousScrapesCostOneSetOfCalls(t *testing.T) {
 func TestAGatheringEndsWhenItsScrapesLeave(t *testing.T) {
 	t.Parallel()
 	p := startPlatform(t)
-	s := serve(t, p.config, Options{})
-	p.sim.SetLatency("", "", time.Hour)
+	s := serve(t, p.Config, Options{})
+	p.Sim.SetLatency("", "", time.Hour)
 	first, cancel := s.scrapeUntilCancelled()
-	require.Eventually(t, func() bool { return p.sim.Requests(simulator.EndpointConcurrency) == 3 }, hangTimeout, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return p.Sim.Requests(simulator.EndpointConcurrency) == 3 }, hangTimeout, 5*time.Millisecond)
 	cancel()
 	require.Error(t, <-first)
 	require.Eventually(t, func() bool {
@@ -350,11 +350,11 @@ func TestALongScrapeHoldsNoShorterOnePastItsDeadline(t *testing.T) {
 func behindASlowGathering(t *testing.T) *server {
 	t.Helper()
 	p := startPlatform(t)
-	s := serve(t, p.config, Options{})
-	p.sim.SetLatency(p.id("museum-guide"), "", time.Hour)
+	s := serve(t, p.Config, Options{})
+	p.Sim.SetLatency(p.ID("museum-guide"), "", time.Hour)
 	long, cancel := s.scrapeUntilCancelled()
 	t.Cleanup(func() { cancel(); <-long })
-	require.Eventually(t, func() bool { return p.sim.Requests(simulator.EndpointSessions) == 3 }, hangTimeout, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return p.Sim.Requests(simulator.EndpointSessions) == 3 }, hangTimeout, 5*time.Millisecond)
 	return s
 }
 
@@ -382,8 +382,8 @@ func TestAClientThatLeavesWhileItWaitsGetsNoEmptyAnswer(t *testing.T) {
 func TestAShortScrapeTimeoutDoesNotCutOthersShort(t *testing.T) {
 	t.Parallel()
 	p := startPlatform(t)
-	s := serve(t, p.config, Options{TimeoutOffset: 500 * time.Millisecond})
-	p.sim.SetLatency("", "", 400*time.Millisecond)
+	s := serve(t, p.Config, Options{TimeoutOffset: 500 * time.Millisecond})
+	p.Sim.SetLatency("", "", 400*time.Millisecond)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 4 {
@@ -405,7 +405,7 @@ func TestAShortScrapeTimeoutDoesNotCutOthersShort(t *testing.T) {
 	}
 	defer wg.Wait()
 	defer close(stop)
-	require.Eventually(t, func() bool { return p.sim.Requests(simulator.EndpointConcurrency) > 0 }, hangTimeout, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return p.Sim.Requests(simulator.EndpointConcurrency) > 0 }, hangTimeout, 5*time.Millisecond)
 	for range 5 {
 		m := s.scrape(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", "30")
 		assert.Equal(t, map[string]float64{"app=support-desk": 1, "app=sales-avatar": 1, "app=museum-guide": 1}, m["duix_up"])
@@ -416,7 +416,7 @@ func TestAShortScrapeTimeoutDoesNotCutOthersShort(t *testing.T) {
 // accept gzip gets them plain.
 func TestMetricsAnswersInTheEncodingAsked(t *testing.T) {
 	p := startPlatform(t)
-	s := serve(t, p.config, Options{})
+	s := serve(t, p.Config, Options{})
 	for _, encoding := range []string{"gzip", "x-gzip", "identity", "", "gzip;q=0", "identity, gzip;q=0", "deflate, GZIP;q=0.5", "gzip;q=0;x=1", "gzip;q=0.5;x=1"} {
 		req, err := http.NewRequest(http.MethodGet, s.url+"/metrics", nil)
 		require.NoError(t, err)
@@ -447,8 +447,8 @@ func TestMetricsAnswersInTheEncodingAsked(t *testing.T) {
 func TestAHalfClosedRequestDoesNotTakeAppsDownForOthers(t *testing.T) {
 	t.Parallel()
 	p := startPlatform(t)
-	p.sim.SetLatency("", "", 50*time.Millisecond)
-	s := serve(t, p.config, Options{})
+	p.Sim.SetLatency("", "", 50*time.Millisecond)
+	s := serve(t, p.Config, Options{})
 	inBackground(t, func() {
 		c, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
 		if err != nil {
@@ -469,7 +469,7 @@ func TestAHalfClosedRequestDoesNotTakeAppsDownForOthers(t *testing.T) {
 
 func TestReload(t *testing.T) {
 	p := startPlatform(t)
-	s := serve(t, p.config, Options{})
+	s := serve(t, p.Config, Options{})
 	code, body := s.do(t, http.MethodPost, "/-/reload")
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, "Configuration reloaded\n", body)
@@ -482,7 +482,7 @@ func TestReload(t *testing.T) {
 	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
 	assert.Equal(t, "POST, PUT", resp.Header.Get("Allow"))
 
-	require.NoError(t, os.WriteFile(p.config, []byte("apps: [\n"), 0o600))
+	require.NoError(t, os.WriteFile(p.Config, []byte("apps: [\n"), 0o600))
 	code, _ = s.do(t, http.MethodPost, "/-/reload")
 	assert.Equal(t, http.StatusInternalServerError, code)
 	_, body = s.get(t, "/metrics")
@@ -493,22 +493,22 @@ func TestReload(t *testing.T) {
 
 func TestFailedReloadSaysWhereToLookNotWhy(t *testing.T) {
 	p := startPlatform(t)
-	s := serve(t, p.config, Options{})
-	good, err := os.ReadFile(p.config)
+	s := serve(t, p.Config, Options{})
+	good, err := os.ReadFile(p.Config)
 	require.NoError(t, err)
 	for name, baseURL := range map[string]string{
 		"a password and a bad escape": "http://user:SECRET-pass-4f1e@127.0.0.1:1/%zz",
 		"a secret in the path":        "http://127.0.0.1:1/SECRET-path-9c2d?x=1",
 	} {
-		cfg := strings.Replace(string(good), p.base, baseURL, 1)
+		cfg := strings.Replace(string(good), p.Base, baseURL, 1)
 		require.NotEqual(t, string(good), cfg)
-		require.NoError(t, os.WriteFile(p.config, []byte(cfg), 0o600))
+		require.NoError(t, os.WriteFile(p.Config, []byte(cfg), 0o600))
 		code, body := s.do(t, http.MethodPost, "/-/reload")
 		assert.Equal(t, http.StatusInternalServerError, code, name)
 		assert.Contains(t, body, "Reloading the configuration failed", name)
 		assert.Contains(t, body, "log", name)
 		assert.Contains(t, body, "duix_exporter_config_last_reload_successful", name)
-		for _, never := range []string{"SECRET", "%zz", "invalid URL escape", "query", "base_url", p.config} {
+		for _, never := range []string{"SECRET", "%zz", "invalid URL escape", "query", "base_url", p.Config} {
 			assert.NotContains(t, body, never, name)
 		}
 	}
@@ -534,8 +534,8 @@ func TestABadTelemetryPathIsAnError(t *testing.T) {
 func TestAProbeRacingAReloadIsNeverEmpty(t *testing.T) {
 	t.Parallel()
 	p := startPlatform(t)
-	s := serve(t, p.config, Options{})
-	full, err := config.Load(p.config)
+	s := serve(t, p.Config, Options{})
+	full, err := config.Load(p.Config)
 	require.NoError(t, err)
 	full.API.MinInterval = model.Duration(time.Hour) // the probes reuse one result: only the reloads race
 	without := *full

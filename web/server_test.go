@@ -38,7 +38,7 @@ func TestRegistriesUnregisterFromBoth(t *testing.T) {
 // Options out of range are the defaults: a negative write margin is not a
 // deadline in the past, a negative limit not a limit of nothing.
 func TestNegativeOptionsAreTheDefaults(t *testing.T) {
-	s := serve(t, startPlatform(t).config, Options{WriteMargin: -time.Second, MaxRequests: -1})
+	s := serve(t, startPlatform(t).Config, Options{WriteMargin: -time.Second, MaxRequests: -1})
 	for _, path := range []string{"/metrics", "/probe?app=museum-guide", "/"} {
 		code, body := s.get(t, path)
 		assert.Equal(t, http.StatusOK, code, path)

@@ -121,7 +121,7 @@ func TestAClientThatDoesNotReadHoldsNoGathering(t *testing.T) {
 		return samples(t, rec.Body.String())
 	}
 	limit := scrape()["duix_app_concurrency_limit"]["app=museum-guide"]
-	p.sim.SetLatency("", "", 400*time.Millisecond)
+	p.Sim.SetLatency("", "", 400*time.Millisecond)
 	for i, timeout := range []string{"0.6", "3600"} { // 100 ms after the offset: every app down for it
 		stalled := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder(), stalled: make(chan struct{}), release: make(chan struct{})}
 		done := make(chan struct{})
@@ -136,7 +136,7 @@ func TestAClientThatDoesNotReadHoldsNoGathering(t *testing.T) {
 		case <-time.After(hangTimeout):
 			t.Fatal("the answer to the client that does not read was never written")
 		}
-		require.NoError(t, p.sim.SetAllowance(p.id("museum-guide"), int(limit)+i+1))
+		require.NoError(t, p.Sim.SetAllowance(p.ID("museum-guide"), int(limit)+i+1))
 		m := scrape()
 		assert.Equal(t, map[string]float64{"app=support-desk": 1, "app=sales-avatar": 1, "app=museum-guide": 1}, m["duix_up"], timeout)
 		assert.Equal(t, limit+float64(i+1), m["duix_app_concurrency_limit"]["app=museum-guide"], "%s: the platform as it is", timeout)
@@ -154,7 +154,7 @@ func TestAClientThatDoesNotReadHoldsNoGathering(t *testing.T) {
 // used to log the failed write of every metric family).
 func TestAnAnswerThatCannotBeSentLogsNothing(t *testing.T) {
 	p := startPlatform(t)
-	s := serve(t, p.config, Options{})
+	s := serve(t, p.Config, Options{})
 	h, err := NewHandler(s.exp, NewRegistries(), func() error { return nil }, Options{TelemetryPath: "/metrics", Logger: s.logger})
 	require.NoError(t, err)
 	for _, path := range []string{"/metrics", "/probe?app=museum-guide"} {
@@ -174,7 +174,7 @@ func TestAScrapesWriteDeadlineEndsWithItsRequest(t *testing.T) {
 		margin  = time.Second
 	)
 	p := startPlatform(t)
-	s := serve(t, p.config, Options{WriteMargin: margin})
+	s := serve(t, p.Config, Options{WriteMargin: margin})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
 	require.NoError(t, err)
 	defer conn.Close()
