@@ -340,7 +340,9 @@ func (c *Client) call(ctx context.Context, endpoint, query string, data func(*js
 		}
 		return env, transportError(err)
 	}
-	conn.left.Store(1 << 62)
+	if resp.Body != http.NoBody { // else net/http gave the connection back already, maybe to another call: not ours to lift
+		conn.left.Store(1 << 62)
+	}
 	defer func() { // up to 64 KiB of what is left is read, for the connection's reuse, but a late end is not waited for
 		t := time.AfterFunc(50*time.Millisecond, cancel)      // then the connection is closed
 		if resp.StatusCode != http.StatusSwitchingProtocols { // its body is the connection, which cancel does not close

@@ -20,10 +20,7 @@ type SessionOptions struct {
 func (c *Client) EachSession(ctx context.Context, opts SessionOptions, fn func(Session) error) error {
 	var fnErr error
 	_, err := c.call(ctx, EndpointSessions, c.appQuery, func(dec *json.Decoder) error {
-		return DecodeSessionList(dec, opts, func(s Session) error {
-			fnErr = fn(s)
-			return fnErr
-		})
+		return DecodeSessionList(dec, opts, func(s Session) error { fnErr = fn(s); return fnErr })
 	})
 	return cmp.Or(fnErr, err)
 }
