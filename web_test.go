@@ -242,6 +242,35 @@ func TestRequestLimits(t *testing.T) {
 		assert.Less(t, w.n, int64(64<<20), "bytes the server accepted")
 	})
 
+	// A body is not read, nor waited for: net/http would read one of under
+	// 256 KiB before the answer and after it, with no deadline, so that a
+	// client announcing a body it never sent held its scrape slot (and the
+	// answer's memory) for as long as it kept the connection.
+	t.Run("a body that never comes holds nothing", func(t *testing.T) {
+		t.Parallel()
+		for _, req := range []string{
+			"GET /metrics HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000\r\n\r\n",
+			"GET /metrics HTTP/1.1\r\nHost: %s\r\nTransfer-Encoding: chunked\r\n\r\n",
+			"GET /probe?app=support-desk HTTP/1.1\r\nHost: %s\r\nContent-Length: 1\r\n\r\n",
+			"GET / HTTP/1.1\r\nHost: %s\r\nContent-Length: 10\r\n\r\nsome",
+			"POST /-/reload HTTP/1.1\r\nHost: %s\r\nContent-Length: 10\r\n\r\n",
+		} {
+			conn := dial(t, hangTimeout)
+			_, err := fmt.Fprintf(conn, req, addr)
+			require.NoError(t, err)
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			require.NoError(t, err, "no answer (our deadline): %q", req)
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err, req)
+			assert.Equal(t, http.StatusOK, resp.StatusCode, req)
+			assert.True(t, resp.Close, "the answer says the connection ends: %q", req)
+			_, err = br.ReadByte()
+			assert.ErrorIs(t, err, io.EOF, "the server closes the connection, not our deadline: %q", req)
+		}
+	})
+
 	t.Run("headers that never end are cut off", func(t *testing.T) {
 		t.Parallel()
 		headersNeverEnd(t, dial(t, web.ReadHeaderTimeout+hangTimeout), addr)

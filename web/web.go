@@ -24,8 +24,7 @@ import (
 	"github.com/duix-exporter/duix_exporter/collector"
 )
 
-// Bounds on what a client can hold or send. Request bodies are never read,
-// and a scrape's answer has a write deadline of its own.
+// Bounds on what a client can hold or send; request bodies are never read, and a scrape's answer has a write deadline.
 const (
 	ReadHeaderTimeout = 10 * time.Second // a client that never finishes its headers is cut off
 	IdleTimeout       = 2 * time.Minute  // an idle keep-alive connection is closed
@@ -47,7 +46,6 @@ type Options struct {
 // telemetry path gathers them and every app with the first, or the second for a scrape whose deadline passed first.
 type Registries [2]*prometheus.Registry
 
-// NewRegistries returns two empty registries.
 func NewRegistries() Registries {
 	return Registries{prometheus.NewRegistry(), prometheus.NewRegistry()}
 }
@@ -102,7 +100,12 @@ func NewHandler(exp *collector.Exporter, reg Registries, reload func() error, o 
 		reg[i].MustRegister(g)
 		g.Handler = promhttp.HandlerFor(reg[i], s.opts)
 	}
-	return mux, nil
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 { // a body, never read: net/http reads it before the answer and after, unless it cannot
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // then the connection ends with the answer
+		}
+		mux.ServeHTTP(w, r)
+	}), nil
 }
 
 // NewServer returns the HTTP server of h; its own errors (a failed TLS handshake, say) go to errorLog.
