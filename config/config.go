@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	promconfig "github.com/prometheus/common/config"
@@ -380,8 +382,8 @@ func (a *App) validate() error {
 		return errors.New("app_id is required")
 	case !utf8.ValidString(a.AppID) || len(a.AppID) > 256: // it labels series
 		return errors.New("app_id is not valid UTF-8 of at most 256 bytes")
-	case !oneLine(a.AppID) || a.AppID != strings.TrimSpace(a.AppID): // nor two IDs that look alike
-		return errors.New("app_id holds a control character, or leading or trailing white space")
+	case strings.ContainsFunc(a.AppID, func(r rune) bool { return !unicode.IsPrint(r) }) || a.AppID != strings.TrimSpace(a.AppID):
+		return errors.New("app_id holds a control character, or leading or trailing white space") // or an invisible one: nor two IDs that look alike
 	}
 	creds := setNames([]string{"app_key", "app_key_file", "token", "token_file"}, // a blank inline value is none, as a blank file
 		strings.TrimSpace(string(a.AppKey)) != "", a.AppKeyFile != "", strings.TrimSpace(string(a.Token)) != "", a.TokenFile != "")
@@ -444,6 +446,8 @@ func ReadSecretFile(path string, tls bool) ([]byte, error) {
 	b, err := readRegular(path, maxBytes)
 	b = bytes.TrimSpace(bytes.TrimPrefix(b, []byte("\uFEFF"))) // a byte order mark (some editors write one) is no part of a secret
 	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENAMETOOLONG) || errors.Is(err, syscall.ENOTDIR):
+		return nil, fmt.Errorf("%w (the path is not printed: a secret pasted in its place would be)", errors.Unwrap(err))
 	case err != nil:
 		return nil, err
 	case len(b) == 0:

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -303,8 +304,8 @@ func TestInvalidConfigs(t *testing.T) {
 		{"invalid-max-concurrency-too-large.yml", "api.max_concurrency: must be between 1 and 4096, got 4097"},
 		{"invalid-max-response-bytes-too-small.yml", "api.max_response_bytes: must be between 1024 and 1073741824, got 1023"},
 		{"invalid-max-response-bytes-too-large.yml", "api.max_response_bytes: must be between 1024 and 1073741824, got 9223372036854775807"},
-		{"invalid-missing-key-file.yml", `app "keyfile" (apps[0]): app_key_file: stat ` + filepath.Join(testdataDir(t), "secrets", "does-not-exist.key") + ": no such file or directory"},
-		{"invalid-missing-token-file.yml", `app "tokenfile" (apps[1]): token_file: stat `},
+		{"invalid-missing-key-file.yml", `app "keyfile" (apps[0]): app_key_file: no such file or directory (the path is not printed: a secret pasted in its place would be)`},
+		{"invalid-missing-token-file.yml", `app "tokenfile" (apps[1]): token_file: no such file or directory (the path is not printed: a secret pasted in its place would be)`},
 		{"invalid-key-file-is-directory.yml", `app "keyfile" (apps[0]): app_key_file: "` + filepath.Join(testdataDir(t), "secrets") + `" is not a regular file`},
 		{"invalid-duplicate-conversation.yml", `app "sales" (apps[0]): conversations[2]: duplicate conversation ID "108" (also conversations[0])`},
 		{"invalid-empty-conversation.yml", `app "sales" (apps[0]): conversations[1]: must not be empty`},
@@ -535,7 +536,7 @@ func TestUnreadableKeyFile(t *testing.T) {
 	}{
 		"directory":            {func(p string) error { return os.Mkdir(p, 0o700) }, `app_key_file: "%s" is not a regular file`},
 		"fifo":                 {func(p string) error { return syscall.Mkfifo(p, 0o600) }, `app_key_file: "%s" is not a regular file`},
-		"dangling symlink":     {func(p string) error { return os.Symlink(p+".nowhere", p) }, "app_key_file: stat %s: no such file or directory"},
+		"dangling symlink":     {func(p string) error { return os.Symlink(p+".nowhere", p) }, "app_key_file: no such file or directory (the path is not printed: a secret pasted in its place would be)"},
 		"symlink to /dev/zero": {func(p string) error { return os.Symlink("/dev/zero", p) }, `app_key_file: "%s" is not a regular file`},
 		"unreadable":           {func(p string) error { return os.WriteFile(p, []byte("SECRET-unreadable"), 0o000) }, "app_key_file: open %s: permission denied"},
 		"empty":                {func(p string) error { return os.WriteFile(p, []byte(" \n"), 0o600) }, "app_key_file: %s is empty"},
@@ -551,9 +552,32 @@ func TestUnreadableKeyFile(t *testing.T) {
 			require.NoError(t, tc.make(key))
 			_, err := Parse([]byte("apps: [{name: a, app_id: '1', app_key_file: a.key}]"), tmp)
 			require.Error(t, err)
-			assert.Contains(t, err.Error(), `app "a" (apps[0]): `+fmt.Sprintf(tc.want, key))
+			if strings.Contains(tc.want, "%s") {
+				tc.want = fmt.Sprintf(tc.want, key)
+			}
+			assert.Contains(t, err.Error(), `app "a" (apps[0]): `+tc.want)
 			assert.NotContains(t, err.Error(), secretMarker)
 		})
+	}
+}
+
+// A secret pasted where a file's path belongs is not printed: no file has
+// that name, and the error says so without the name.
+func TestASecretPastedAsAPathIsNotPrinted(t *testing.T) {
+	tmp := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(tmp, "f"), []byte("x"), 0o600))
+	jwt := "eyJhbGciOiJIUzI1NiJ9.eyJhcHBJZCI6IjEwMDEifQ." + strings.Repeat("SECRETsig", 30) // a name too long for a file
+	for _, secret := range []string{"SECRET-key-0123456789", jwt, "SECRET/b64+key==", "f/SECRET-under-a-file"} {
+		for _, field := range []string{"app_key_file: ", "token_file: "} {
+			_, err := Parse([]byte("apps: [{name: a, app_id: '1', "+field+strconv.Quote(secret)+"}]"), tmp)
+			require.ErrorContains(t, err, `app "a" (apps[0]): `+field, secret)
+			assert.ErrorContains(t, err, "(the path is not printed", secret)
+			assert.NotContains(t, err.Error(), "SECRET")
+		}
+		_, err := Parse([]byte("api: {http_client: {http_headers: {X-Tenant: {files: ["+strconv.Quote(secret)+"]}}}}\n"+
+			"apps: [{name: a, app_id: '1', app_key: k}]"), tmp)
+		require.ErrorContains(t, err, `api.http_client.http_headers: header "X-Tenant": `, secret)
+		assert.NotContains(t, err.Error(), "SECRET")
 	}
 }
 
@@ -848,7 +872,10 @@ func TestIDsAreAtMost256Bytes(t *testing.T) {
 	assert.ErrorContains(t, err, "conversations[0]: not valid UTF-8 of at most 256 bytes")
 	_, err = Parse([]byte("apps: [{name: a, app_id: '"+long[1:]+"', app_key: k, conversations: ['"+long[1:]+"']}]"), "")
 	assert.NoError(t, err)
-	for _, id := range []string{`"1\u0000"`, `"\e[31m1"`, `"1 "`, `" 1"`, `"1\t"`} { // nor two IDs that look alike
+	_, err = Parse([]byte(`apps: [{name: a, app_id: "app 1-é_中", app_key: k}]`), "") // inner spaces and any script pass
+	assert.NoError(t, err)
+	for _, id := range []string{`"1\u0000"`, `"\e[31m1"`, `"1 "`, `" 1"`, `"1\t"`, // nor two IDs that look alike
+		`"1\u0085"`, `"\u009b31m1"`, `"1\u2028"`, `"\u202e1"`, `"\ufeff1"`, `"1\u200b"`, `"1\u00a0"`, `"1\u00ad"`} { // C1 controls, separators, invisibles
 		_, err = Parse([]byte("apps: [{name: a, app_id: "+id+", app_key: k}, {name: b, app_id: '1', app_key: k}]"), "")
 		assert.ErrorContains(t, err, "app_id holds a control character, or leading or trailing white space", id)
 	}
