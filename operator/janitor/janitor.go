@@ -396,6 +396,8 @@ func (j *Janitor) webhook(w http.ResponseWriter, r *http.Request) {
 	case j.turn <- struct{}{}:
 		defer func() { <-j.turn }()
 	case <-r.Context().Done(): // Alertmanager's timeout, while another webhook was handled
+	}
+	if r.Context().Err() != nil { // also when the turn came as it left: select picks either when both are ready
 		j.abandoned(w)
 		return
 	}

@@ -771,6 +771,27 @@ func TestASenderThatLeavesBeforeItsTurnIsCounted(t *testing.T) {
 	assert.Equal(t, int64(1), f.lists.Load(), "the platform is called for the first request only")
 }
 
+// A sender that has left when its turn comes is abandoned too, not taken
+// for a platform that failed: when the turn frees as the sender leaves,
+// select may pick either, and the listing then failed on the ended
+// context (outcome failed, a false "failed ... network" decision).
+func TestASenderGoneWhenItsTurnComesIsAbandoned(t *testing.T) {
+	f := newFixture(t, "")
+	f.session("kiosk", 3*time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()     // the turn is free too: both cases are ready
+	const n = 32 // with a fair pick between the two, all 32 abandoned by chance is 1 in 2^32
+	for range n {
+		rec := httptest.NewRecorder()
+		f.j.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(payload(t, stuck("kiosk")))).WithContext(ctx))
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	}
+	assert.Equal(t, float64(n), f.requests("abandoned"))
+	assert.Zero(t, f.requests("failed"))
+	assert.Zero(t, f.lists.Load(), "the platform is not called for a sender that left")
+	assert.Empty(t, f.j.Recent(), "no decision is recorded")
+}
+
 // deadlineRecorder is a ResponseWriter that records the write deadline
 // set on it (http.ResponseController finds SetWriteDeadline), and whether
 // any of the answer was written before.
