@@ -130,15 +130,15 @@ func (s *tokenSource) get() (string, []string, error) {
 		}
 		s.token, s.renewAt = s.auth+tok, time.Unix(exp, 0).Add(-min(s.ttl/5, 5*time.Minute))
 	}
-	return s.give(s.token)
+	return s.give(s.token, secret) // the key is never sent, but the platform that issued it may echo it as a code
 }
 
-func (s *tokenSource) give(v string) (string, []string, error) {
+func (s *tokenSource) give(v string, key ...string) (string, []string, error) {
 	s.last.mu.Lock()
 	defer s.last.mu.Unlock()
 	h := append(slices.DeleteFunc(s.last.given[:], func(g string) bool { return g == v }), v) // in place unless v is new
 	copy(s.last.given[:], h[len(h)-4:])
-	return v, slices.Clone(s.last.given[:]), nil
+	return v, append(slices.Clone(s.last.given[:]), key...), nil
 }
 
 // refused makes the next call mint a new token, reading the file again.

@@ -118,6 +118,22 @@ func TestAnythingAfterTheEnvelopeIsADecodeError(t *testing.T) {
 	}
 }
 
+// The app key is never sent, but the platform that issued it knows it: a
+// code that shares 8 characters with it is left out too.
+func TestACodeThatEchoesTheAppKeyIsLeftOut(t *testing.T) {
+	const key = "SECRETKEY-abcdefghijklmnop"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = fmt.Fprintf(w, `{"code":%q,"success":false}`, key)
+	}))
+	t.Cleanup(srv.Close)
+	_, err := poolFor(t, srv.URL, config.AuthHeaderToken, fmt.Sprintf("app_key: %q", key), "").Concurrency(context.Background())
+	var e *client.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, client.ReasonAPI, e.Reason)
+	assert.Empty(t, e.Code)
+	assert.NotContains(t, err.Error(), key[:12])
+}
+
 // An envelope code that shares 8 characters with a secret sent with the
 // call (the token, a secret header) is left out of the error and of a
 // stop's result, whatever the platform echoes; other codes are kept.
