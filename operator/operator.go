@@ -92,26 +92,47 @@ func (c *Commands) Run(ctx context.Context, cmd string, env Env) (code int, ok b
 	if logger == nil {
 		logger = log.NewNopLogger()
 	}
+	out := &errWriter{w: env.Stdout}
 	e := &cli{
 		name:       env.Program + " " + cmd,
 		userAgent:  env.UserAgent,
 		configFile: env.ConfigFile,
 		logger:     logger,
 		stdin:      env.Stdin,
-		stdout:     env.Stdout,
+		stdout:     out,
 		stderr:     env.Stderr,
 	}
 	switch cmd {
 	case c.appsCheck.FullCommand():
-		return runAppsCheck(ctx, e, c.check), true
+		code = runAppsCheck(ctx, e, c.check)
 	case c.sessionsList.FullCommand():
-		return runSessionsList(ctx, e, c.list), true
+		code = runSessionsList(ctx, e, c.list)
 	case c.sessionsStop.FullCommand():
-		return runSessionsStop(ctx, e, c.stop), true
+		code = runSessionsStop(ctx, e, c.stop)
 	case c.conversationShow.FullCommand():
-		return runConversationShow(ctx, e, c.show), true
+		code = runConversationShow(ctx, e, c.show)
+	default:
+		return 0, false
 	}
-	return 0, false
+	if code == exitOK && out.err != nil { // a full disk, a closed pipe: what was asked for was not all printed
+		code = e.failf(exitFailed, "writing the output: %v", out.err)
+	}
+	return code, true
+}
+
+// errWriter keeps the first error of its writes (and fails every write after it), for the exit code.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
 }
 
 // cli is what an operator command works with: the configuration file, the

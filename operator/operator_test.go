@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -883,4 +884,68 @@ func TestSessionsListTableMemoryIsBoundedByTheAnswer(t *testing.T) {
 	allocated := ms.TotalAlloc - before
 	t.Logf("%d bytes of answer: %d MiB allocated", body.Len(), allocated>>20)
 	assert.LessOrEqual(t, allocated, uint64(32<<20), "bytes allocated, garbage included")
+}
+
+// fullWriter is a stdout that cannot be written, as /dev/full.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// Output that cannot be written (a full disk, a closed pipe) makes every
+// command fail, in every format: a script that redirects it is not told
+// that an empty file is the answer. A stop with --older-than stops nothing
+// when its list could not be shown.
+func TestAnOutputThatCannotBeWrittenFails(t *testing.T) {
+	p := startPlatform(t)
+	stops := p.Sim.Requests(simulator.EndpointStop)
+	for _, args := range [][]string{
+		{"apps", "check"},
+		{"apps", "check", "--output=json"},
+		{"sessions", "list", "--app=support-desk"},
+		{"sessions", "list", "--app=support-desk", "--output=json"},
+		{"conversation", "show", "--app=sales-avatar", "--id=2081"},
+		{"conversation", "show", "--app=sales-avatar", "--id=2081", "--output=json"},
+		{"sessions", "stop", "--app=support-desk", "--older-than=1ns", "--dry-run"},
+		{"sessions", "stop", "--app=support-desk", "--older-than=1ns", "--yes"},
+		{"sessions", "stop", "--app=support-desk", "--all", "--dry-run"},
+	} {
+		app := kingpin.New("duix_exporter", "")
+		cmds := Register(app)
+		cmd, err := app.Parse(args)
+		require.NoError(t, err)
+		var stderr bytes.Buffer
+		code, _ := cmds.Run(context.Background(), cmd, Env{Program: "duix_exporter", ConfigFile: p.Config, Stdout: fullWriter{}, Stderr: &stderr})
+		assert.Equal(t, exitFailed, code, "%v: %s", args, stderr.String())
+		assert.Contains(t, stderr.String(), "no space left on device", args)
+	}
+	assert.Equal(t, stops, p.Sim.Requests(simulator.EndpointStop), "no session was stopped")
+	assert.NotEmpty(t, p.Sim.Sessions(p.Apps["support-desk"].AppID), "the demo's sessions are all there")
+}
+
+// A session ID that is not valid UTF-8 (raw bytes, or a lone surrogate
+// escaped) decodes as U+FFFD: sent back, it is no session's ID, and two of
+// them would look like one. --older-than skips them, says so, and exits 1,
+// as old sessions are left; the others are stopped.
+func TestOlderThanSkipsIDsThatAreNotUTF8(t *testing.T) {
+	var stopped []string
+	var mu sync.Mutex
+	start := time.Now().Add(-3 * time.Hour).UnixMilli()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, simulator.EndpointStop) {
+			mu.Lock()
+			stopped = append(stopped, r.URL.Query().Get("uuid"))
+			mu.Unlock()
+			_, _ = io.WriteString(w, `{"success":true,"code":"0","data":null}`)
+			return
+		}
+		fmt.Fprintf(w, `{"success":true,"code":"0","data":[{"uuid":"sess-%s","startTime":%d},{"uuid":"sess-\ud800","startTime":%d},{"uuid":"good","startTime":%d}]}`,
+			"\xff", start, start, start)
+	}))
+	t.Cleanup(srv.Close)
+	res := runCommand(t, nil, "--config.file="+oneAppConfig(t, srv.URL), "sessions", "stop", "--app=a", "--older-than=1h", "--yes")
+	assert.Equal(t, exitFailed, res.code, res.stderr)
+	assert.Equal(t, []string{"good"}, stopped, "only the session whose ID is the platform's is stopped")
+	assert.Contains(t, res.stdout, "1 started more than 1h ago")
+	assert.Contains(t, res.stdout, "skipped 2 old session(s) whose ID is not valid UTF-8")
+	assert.Contains(t, res.stderr, "2 old session(s) of app a were not stopped: their IDs are not valid UTF-8")
 }

@@ -1,10 +1,13 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
 
@@ -32,7 +35,7 @@ func parseAge(v string) (time.Duration, error) {
 // runStopOlderThan implements `sessions stop --older-than`: it lists the
 // app's sessions, keeps those whose record started before now minus age,
 // asks once, and stops each with sessionStop.
-func runStopOlderThan(ctx context.Context, env *cli, o sessionsStopOptions, age time.Duration) int {
+func runStopOlderThan(ctx context.Context, env *cli, o sessionsStopOptions, age time.Duration) (code int) {
 	c, pool, code := env.clientFor(o.app)
 	if code != exitOK {
 		return code
@@ -42,7 +45,7 @@ func runStopOlderThan(ctx context.Context, env *cli, o sessionsStopOptions, age 
 	now := time.Now()
 	cutoff := now.Add(-age)
 	var old []client.Session
-	var listed, undated, unnamed int
+	var listed, undated, unnamed, mangled int
 	seen := map[string]bool{}
 	code = env.eachSession(ctx, c, o.app, func(s client.Session) {
 		listed++
@@ -51,6 +54,8 @@ func runStopOlderThan(ctx context.Context, env *cli, o sessionsStopOptions, age 
 			unnamed++
 		case s.Start == nil:
 			undated++
+		case s.Start.Before(cutoff) && strings.ContainsRune(s.ID, utf8.RuneError): // bytes not UTF-8, or a lone surrogate,
+			mangled++ // decoded as U+FFFD: not the platform's ID any more, and two such would look like one
 		case s.Start.Before(cutoff) && !seen[s.ID]:
 			seen[s.ID] = true
 			old = append(old, s)
@@ -66,6 +71,14 @@ func runStopOlderThan(ctx context.Context, env *cli, o sessionsStopOptions, age 
 		if unnamed > 0 {
 			fmt.Fprintf(env.stdout, "skipped %d session record(s) without a session ID: they cannot be stopped\n", unnamed)
 		}
+		if mangled > 0 {
+			fmt.Fprintf(env.stdout, "skipped %d old session(s) whose ID is not valid UTF-8: it cannot be sent back as the platform has it (--all closes every session)\n", mangled)
+		}
+	}
+	if mangled > 0 { // old sessions left: not done, whatever the others' outcome
+		defer func() {
+			code = cmp.Or(code, env.failf(exitFailed, "%d old session(s) of app %s were not stopped: their IDs are not valid UTF-8", mangled, o.app))
+		}()
 	}
 	// o.olderThan parsed as a duration: it holds nothing to escape.
 	if len(old) == 0 {
@@ -76,12 +89,18 @@ func runStopOlderThan(ctx context.Context, env *cli, o sessionsStopOptions, age 
 	fmt.Fprintf(env.stdout, "app %s has %d active session(s); %d started more than %s ago (before %s UTC):\n",
 		o.app, listed, len(old), o.olderThan, cutoff.UTC().Format(time.DateTime))
 	rows := [][]string{{"SESSION ID", "CONVERSATION", "STARTED (UTC)", "AGE"}}
-	for _, s := range old {
+	for i, s := range old { // in blocks, as sessions list: a long list needs no table of it whole
 		rows = append(rows, []string{printable(s.ID, 128), orDash(printable(s.ConversationID, 128)),
 			s.Start.UTC().Format(time.DateTime), now.Sub(*s.Start).Truncate(time.Second).String()})
+		if len(rows) == tableBlock || i == len(old)-1 {
+			_ = writeTable(env.stdout, rows) // an error is kept by env.stdout
+			rows = rows[:0]
+		}
 	}
-	_ = writeTable(env.stdout, rows)
 	skipped()
+	if ew, ok := env.stdout.(*errWriter); ok && ew.err != nil { // the list not shown: nothing to confirm, nothing stopped
+		return env.failf(exitFailed, "writing the output: %v; no session of app %s was stopped", ew.err, o.app)
+	}
 
 	if o.dryRun {
 		fmt.Fprintf(env.stdout, "dry run: %d session(s) of app %s would be stopped; nothing was stopped\n", len(old), o.app)
