@@ -631,15 +631,18 @@ func (j *Janitor) remember(m int, key string, when time.Time) {
 	j.stops[m] = append(j.stops[m], when)
 }
 
-// forget drops the stops and stopped sessions older than the window.
-// j.mu is held.
+// forget drops the stops and stopped sessions older than the window. A stopped session is remembered from the time of
+// its stop, so none is older than the window while no stop is: the memory is walked only when a stop was dropped (a
+// walk per session listed made a webhook cost sessions × stops remembered). j.mu is held.
 func (j *Janitor) forget(now time.Time) {
 	for m := range j.stops {
 		i := 0
 		for i < len(j.stops[m]) && now.Sub(j.stops[m][i]) >= window {
 			i++
 		}
-		j.stops[m] = j.stops[m][i:]
+		if j.stops[m] = j.stops[m][i:]; i == 0 {
+			continue
+		}
 		for k, t := range j.acted[m] {
 			if now.Sub(t) >= window {
 				delete(j.acted[m], k)
