@@ -89,17 +89,18 @@ func runStopOlderThan(ctx context.Context, env *cli, o sessionsStopOptions, age 
 	fmt.Fprintf(env.stdout, "app %s has %d active session(s); %d started more than %s ago (before %s UTC):\n",
 		o.app, listed, len(old), o.olderThan, cutoff.UTC().Format(time.DateTime))
 	rows := [][]string{{"SESSION ID", "CONVERSATION", "STARTED (UTC)", "AGE"}}
+	var werr error
 	for i, s := range old { // in blocks, as sessions list: a long list needs no table of it whole
 		rows = append(rows, []string{printable(s.ID, 128), orDash(printable(s.ConversationID, 128)),
 			s.Start.UTC().Format(time.DateTime), now.Sub(*s.Start).Truncate(time.Second).String()})
 		if len(rows) == tableBlock || i == len(old)-1 {
-			_ = writeTable(env.stdout, rows) // an error is kept by env.stdout
+			werr = cmp.Or(werr, writeTable(env.stdout, rows))
 			rows = rows[:0]
 		}
 	}
 	skipped()
-	if ew, ok := env.stdout.(*errWriter); ok && ew.err != nil { // the list not shown: nothing to confirm, nothing stopped
-		return env.failf(exitFailed, "writing the output: %v; no session of app %s was stopped", ew.err, o.app)
+	if werr != nil { // the list not shown: nothing to confirm, nothing stopped
+		return env.failf(exitFailed, "writing the output: %v; no session of app %s was stopped", werr, o.app)
 	}
 
 	if o.dryRun {
