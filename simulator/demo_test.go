@@ -8,11 +8,15 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/duix-exporter/duix_exporter/config"
 )
 
 func TestNewDemo(t *testing.T) {
@@ -210,5 +214,23 @@ func BenchmarkList100k(b *testing.B) {
 		req := httptest.NewRequest(http.MethodGet, BasePath+"/"+EndpointSessions+"?appId=big", nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
 		sim.ServeHTTP(&discardWriter{h: http.Header{}}, req)
+	}
+}
+
+// A configuration written at a relative path names key files that it finds:
+// the exporter reads them relative to the configuration's own directory.
+func TestWriteConfigAtARelativePath(t *testing.T) {
+	t.Chdir(t.TempDir())
+	require.NoError(t, os.Mkdir("out", 0o700))
+	_, apps := NewDemo()
+	require.NoError(t, WriteConfig(filepath.Join("out", "duix.yml"), "http://127.0.0.1:1"+BasePath, apps))
+
+	cfg, err := config.Load(filepath.Join("out", "duix.yml"))
+	require.NoError(t, err)
+	require.Len(t, cfg.Apps, len(apps))
+	for i, a := range apps {
+		key, err := os.ReadFile(cfg.Apps[i].AppKeyFile)
+		require.NoError(t, err, a.Name)
+		assert.Equal(t, a.AppKey+"\n", string(key))
 	}
 }

@@ -51,8 +51,8 @@ func WriteConfig(path, baseURL string, apps []DemoApp) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Configuration for the apps of the built-in simulator of the platform\napi:\n  base_url: %q\n  timeout: 5s\napps:\n", baseURL)
 	for _, a := range apps {
-		keyFile := filepath.Join(dir, a.Name+".key")
-		if err := os.WriteFile(keyFile, []byte(a.AppKey+"\n"), 0o600); err != nil {
+		keyFile := a.Name + ".key" // as the configuration names it: relative to its own directory
+		if err := os.WriteFile(filepath.Join(dir, keyFile), []byte(a.AppKey+"\n"), 0o600); err != nil {
 			return err
 		}
 		fmt.Fprintf(&b, "  - name: %q\n    app_id: %q\n    app_key_file: %q\n", a.Name, a.AppID, keyFile)
