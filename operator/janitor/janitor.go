@@ -66,10 +66,11 @@ const (
 	ReasonNotOptedIn     = "not_opted_in"    // the app has no janitor section
 	ReasonBudget         = "budget"          // janitor.max_stops_per_hour reached
 	ReasonAlreadyStopped = "already_stopped" // stopped within the hour, or gone when stopped
+	ReasonIDNotUTF8      = "id_not_utf8"     // its ID is not valid UTF-8: it cannot be sent back as the platform has it
 )
 
 // Reasons lists every refusal reason.
-var Reasons = []string{ReasonResolved, ReasonOtherAlert, ReasonNoApp, ReasonUnknownApp, ReasonNotOptedIn, ReasonBudget, ReasonAlreadyStopped}
+var Reasons = []string{ReasonResolved, ReasonOtherAlert, ReasonNoApp, ReasonUnknownApp, ReasonNotOptedIn, ReasonBudget, ReasonAlreadyStopped, ReasonIDNotUTF8}
 
 // Outcomes of duix_janitor_webhook_requests_total.
 const (
@@ -481,9 +482,9 @@ type candidate struct {
 
 // tally is what a decision about an app did, for its line of the answer.
 type tally struct {
-	old, stopped, would, already, failed, young, undated int
-	budget                                               Action // the refusal by the budget, Count sessions
-	optedOut                                             bool   // a reload took the app out of the janitor
+	old, stopped, would, already, failed, young, undated, mangled int
+	budget                                                        Action // the refusal by the budget, Count sessions
+	optedOut                                                      bool   // a reload took the app out of the janitor
 }
 
 // clean stops the sessions of app older than its max_session_age, within
@@ -547,6 +548,9 @@ func (j *Janitor) clean(ctx context.Context, app string) (string, bool) {
 		case a.Age <= set.ages[app]:
 			n.young++
 			continue
+		case strings.ContainsRune(s.id, utf8.RuneError): // bytes not UTF-8, or a lone surrogate, decoded as U+FFFD:
+			n.mangled++ // a stop would go to an ID the platform does not have, at a cost to the budget
+			a.Action, a.Reason = ActionRefused, ReasonIDNotUTF8
 		case wasActed:
 			n.already++
 			a.Action, a.Reason = ActionRefused, ReasonAlreadyStopped
@@ -607,6 +611,9 @@ func (n *tally) line(app string, set settings) string {
 	}
 	line := fmt.Sprintf("app %q: %s of %d session(s) older than %s; %d already stopped or gone, %d refused by the budget of %d an hour, %d failed, %d younger, %d without a known start",
 		app, verb, n.old, model.Duration(set.ages[app]), n.already, n.budget.Count, set.MaxStopsPerHour, n.failed, n.young, n.undated)
+	if n.mangled > 0 {
+		line += fmt.Sprintf("; %d not stopped: their IDs are not valid UTF-8 (sessions stop --all closes every session)", n.mangled)
+	}
 	if n.optedOut {
 		line += "; then a reload took the app out of the janitor (or gave its name to another platform app): its other sessions were not acted on"
 	}

@@ -460,6 +460,34 @@ func TestFirstSeenWhenTheRecordHasNoStart(t *testing.T) {
 	assert.Regexp(t, `session=`+seenLongAgo+` age=1h30m0s`, f.logs.String())
 }
 
+// An ID that is not valid UTF-8 (raw bytes, or a lone surrogate escape) is decoded with U+FFFD in it: a stop would go
+// to an ID the platform does not have, cost a stop of the budget and be taken as gone. It is refused instead, and said.
+func TestOldSessionsWhoseIDIsNotUTF8AreRefused(t *testing.T) {
+	f := newFixture(t, "{max_stops_per_hour: 2}")
+	raw, escaped := f.session("kiosk", 2*time.Hour), f.session("kiosk", 3*time.Hour)
+	f.session("kiosk", 2*time.Hour)
+	f.wrap = func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		b := bytes.Replace(rec.Body.Bytes(), []byte(`"`+raw+`"`), []byte("\"\xff"+raw+`"`), -1)
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(bytes.Replace(b, []byte(`"`+escaped+`"`), []byte(`"\ud800`+escaped+`"`), -1))
+	}
+
+	answer := f.postStuck(http.StatusOK, "kiosk")
+	assert.Contains(t, answer, "stopped 1 of 3 session(s) older than 1h; 0 already stopped or gone, 0 refused by the budget of 2 an hour, 0 failed")
+	assert.Contains(t, answer, "; 2 not stopped: their IDs are not valid UTF-8")
+	assert.Equal(t, int64(1), f.stops.Load(), "no stop for an ID the platform does not have")
+	assert.ElementsMatch(t, []string{raw, escaped}, f.listed("kiosk"))
+	assert.Equal(t, 2.0, f.refusals(janitor.ReasonIDNotUTF8))
+	assert.Contains(t, f.logs.String(), "reason=id_not_utf8")
+
+	// The budget was not spent on them: another old session is stopped.
+	f.wrap = nil
+	f.session("lobby", 2*time.Hour)
+	assert.Contains(t, f.postStuck(http.StatusOK, "lobby"), "stopped 1 of 1 session(s)")
+}
+
 func TestBudgetAcrossAppsSlidingWindow(t *testing.T) {
 	f := newFixture(t, "{max_stops_per_hour: 2}")
 	f.sessions("kiosk", 3, 2*time.Hour)
