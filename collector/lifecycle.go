@@ -65,7 +65,7 @@ func (l *lifecycle) observe(list []seenSession, total int, cut bool, now time.Ti
 	}
 	for id, t := range l.active {
 		if _, still := next[id]; !still && !cut {
-			d := t.lastSeen.Sub(t.start).Seconds()
+			d := max(t.lastSeen.Sub(t.start).Seconds(), 0) // 0 when the clock stepped back: the sum never goes down
 			for i := slices.IndexFunc(sessionDurationBuckets, func(le float64) bool { return d <= le }); i >= 0 && i < len(l.buckets); i++ {
 				l.buckets[i]++
 			}

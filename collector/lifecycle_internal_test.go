@@ -50,6 +50,15 @@ func TestLifecycleRules(t *testing.T) {
 		l.observe(list("a", "b", "d"), 3, false, at(40), 3) // after a whole list: d started
 		assert.Equal(t, uint64(1), l.started)
 	})
+	t.Run("a clock stepped back ends a session with a duration of 0, never below", func(t *testing.T) {
+		var l lifecycle
+		l.observe([]seenSession{{id: "a", start: at(-5)}}, 1, false, at(0), 10)
+		l.observe(list("a"), 1, false, at(-600), 10) // the clock went back ten minutes
+		l.observe(list(), 0, false, at(-590), 10)
+		assert.Equal(t, uint64(1), l.ended)
+		assert.Equal(t, 0.0, l.sum, "a histogram's sum never goes down")
+		assert.Equal(t, uint64(1), l.buckets[0])
+	})
 	t.Run("records without an ID are not followed", func(t *testing.T) {
 		var l lifecycle
 		l.observe([]seenSession{{id: ""}, {id: "a"}}, 2, false, at(0), 10)
