@@ -612,7 +612,7 @@ func (n *tally) line(app string, set settings) string {
 	line := fmt.Sprintf("app %q: %s of %d session(s) older than %s; %d already stopped or gone, %d refused by the budget of %d an hour, %d failed, %d younger, %d without a known start",
 		app, verb, n.old, model.Duration(set.ages[app]), n.already, n.budget.Count, set.MaxStopsPerHour, n.failed, n.young, n.undated)
 	if n.mangled > 0 {
-		line += fmt.Sprintf("; %d not stopped: their IDs are not valid UTF-8 (sessions stop --all closes every session)", n.mangled)
+		line += fmt.Sprintf("; %d not stopped: their IDs are not valid UTF-8 (sessions stop --app NAME --all closes every session)", n.mangled)
 	}
 	if n.optedOut {
 		line += "; then a reload took the app out of the janitor (or gave its name to another platform app): its other sessions were not acted on"
