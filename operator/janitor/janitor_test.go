@@ -369,6 +369,29 @@ func TestSeriesExistFromTheStart(t *testing.T) {
 	assert.Equal(t, 4, n)
 }
 
+// The metric tables of README.md and docs/janitor.md list every reason and outcome, and no other.
+func TestDocumentedReasonsAndOutcomes(t *testing.T) {
+	for _, doc := range []string{"../../README.md", "../../docs/janitor.md"} {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		for metric, want := range map[string][]string{"duix_janitor_refusals_total": janitor.Reasons, "duix_janitor_webhook_requests_total": janitor.Outcomes} {
+			row := regexp.MustCompile("(?m)^\\| `" + metric + "` \\|.*$").FindString(string(b))
+			require.NotEmpty(t, row, "%s has a row for %s", doc, metric)
+			listed := map[string]bool{} // the values named after the metric's cell, the label's name left out
+			for _, m := range regexp.MustCompile("`([a-z0-9_]+)`").FindAllStringSubmatch(strings.SplitN(row, "|", 3)[2], -1) {
+				listed[m[1]] = m[1] != "reason" && m[1] != "outcome"
+			}
+			for _, v := range want {
+				assert.True(t, listed[v], "%s lists %s of %s", doc, v, metric)
+				delete(listed, v)
+			}
+			for v, value := range listed {
+				assert.False(t, value, "%s lists %s of %s, which the janitor does not have", doc, v, metric)
+			}
+		}
+	}
+}
+
 func TestNothingStoppedWithoutAFiringAlertOfAnOptedInApp(t *testing.T) {
 	tests := []struct {
 		name   string
