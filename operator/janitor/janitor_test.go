@@ -570,6 +570,72 @@ func TestRepeatedPostsStopOnce(t *testing.T) {
 	assert.Equal(t, 3.0, f.requests("handled"))
 }
 
+// Under the budget the oldest sessions go first, whatever order the
+// platform lists them in.
+func TestTheOldestSessionsAreStoppedFirst(t *testing.T) {
+	f := newFixture(t, "{max_stops_per_hour: 1}")
+	two := f.session("kiosk", 2*time.Hour)
+	five := f.session("kiosk", 5*time.Hour)
+	three := f.session("kiosk", 3*time.Hour)
+
+	answer := f.postStuck(http.StatusOK, "kiosk")
+	assert.Contains(t, answer, "stopped 1 of 3 session(s) older than 1h; 0 already stopped or gone, 2 refused by the budget")
+	assert.ElementsMatch(t, []string{two, three}, f.listed("kiosk"), "the five-hour session is stopped")
+	assert.NotContains(t, f.listed("kiosk"), five)
+}
+
+// A session is older than max_session_age only once its age is above it.
+func TestASessionOfExactlyMaxSessionAgeIsKept(t *testing.T) {
+	f := newFixture(t, "")
+	f.clock.Store(time.Now().Truncate(time.Second).UnixNano()) // the record's start is in milliseconds
+	id := f.session("kiosk", time.Hour)
+
+	assert.Contains(t, f.postStuck(http.StatusOK, "kiosk"), "stopped 0 of 0 session(s) older than 1h; 0 already stopped or gone, 0 refused by the budget of 10 an hour, 0 failed, 1 younger")
+	assert.Equal(t, []string{id}, f.listed("kiosk"))
+
+	f.advance(time.Millisecond)
+	assert.Contains(t, f.postStuck(http.StatusOK, "kiosk"), "stopped 1 of 1 session(s) older than 1h")
+	assert.Empty(t, f.listed("kiosk"))
+}
+
+// A platform that lists a session twice gets one stop for it, and the
+// answer counts it once.
+func TestASessionListedTwiceIsStoppedOnce(t *testing.T) {
+	f := newFixture(t, "")
+	f.session("kiosk", 3*time.Hour)
+	f.before(simulator.EndpointSessions, func(w http.ResponseWriter, r *http.Request, next http.Handler) bool {
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		var env map[string]any
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &env))
+		data, _ := env["data"].([]any)
+		env["data"] = append(data, data...)
+		w.Header().Set("Content-Type", "application/json")
+		assert.NoError(t, json.NewEncoder(w).Encode(env))
+		return true
+	})
+
+	answer := f.postStuck(http.StatusOK, "kiosk")
+	assert.Contains(t, answer, "stopped 1 of 1 session(s) older than 1h; 0 already stopped or gone")
+	assert.Equal(t, int64(1), f.stops.Load())
+	assert.Equal(t, 0.0, f.refusals("already_stopped"))
+}
+
+// Two alerts about one app in a payload (say, from two Prometheus
+// servers) make one decision about it.
+func TestAnAppAlertedTwiceInAPayloadIsDecidedOnce(t *testing.T) {
+	f := newFixture(t, "")
+	f.sessions("kiosk", 2, 3*time.Hour)
+	second := stuck("kiosk")
+	second.Labels["instance"] = "exporter-2:9866"
+
+	code, answer := f.post(payload(t, stuck("kiosk"), second))
+	require.Equal(t, http.StatusOK, code, answer)
+	assert.Equal(t, 1, strings.Count(answer, `app "kiosk":`), answer)
+	assert.Contains(t, answer, "stopped 2 of 2 session(s)")
+	assert.Equal(t, int64(1), f.lists.Load(), "its sessions are listed once")
+}
+
 func TestSessionGoneWhenStoppedIsNotAnError(t *testing.T) {
 	f := newFixture(t, "")
 	old := f.session("kiosk", 3*time.Hour)
@@ -879,18 +945,28 @@ func TestTheAnswerHasAWriteDeadline(t *testing.T) {
 // nothing, and one never sent (while a Retry-After applies) neither: they
 // do not count against the budget.
 func TestRefusedStopsDoNotCountAgainstTheBudget(t *testing.T) {
-	f := newFixture(t, "{max_stops_per_hour: 2}")
-	f.sessions("kiosk", 3, 2*time.Hour)
-	f.before(simulator.EndpointStop, func(w http.ResponseWriter, r *http.Request, next http.Handler) bool {
-		w.WriteHeader(http.StatusForbidden)
-		return true
-	})
-	answer := f.postStuck(http.StatusBadGateway, "kiosk")
-	assert.Contains(t, answer, "stopped 0 of 3 session(s) older than 1h; 0 already stopped or gone, 0 refused by the budget of 2 an hour, 3 failed")
+	for name, refuse := range map[string]func(w http.ResponseWriter){
+		"HTTP 403": func(w http.ResponseWriter) { w.WriteHeader(http.StatusForbidden) },
+		"success false": func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"code":"10001","success":false,"message":"refused","data":null}`)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, "{max_stops_per_hour: 2}")
+			f.sessions("kiosk", 3, 2*time.Hour)
+			f.before(simulator.EndpointStop, func(w http.ResponseWriter, r *http.Request, next http.Handler) bool {
+				refuse(w)
+				return true
+			})
+			answer := f.postStuck(http.StatusBadGateway, "kiosk")
+			assert.Contains(t, answer, "stopped 0 of 3 session(s) older than 1h; 0 already stopped or gone, 0 refused by the budget of 2 an hour, 3 failed")
 
-	f.wrap = nil
-	answer = f.postStuck(http.StatusOK, "kiosk")
-	assert.Contains(t, answer, "stopped 2 of 3 session(s) older than 1h; 0 already stopped or gone, 1 refused by the budget of 2 an hour, 0 failed")
+			f.wrap = nil
+			answer = f.postStuck(http.StatusOK, "kiosk")
+			assert.Contains(t, answer, "stopped 2 of 3 session(s) older than 1h; 0 already stopped or gone, 1 refused by the budget of 2 an hour, 0 failed")
+		})
+	}
 }
 
 // Going to dry run and back (two reloads) keeps the real stops of the
