@@ -54,6 +54,7 @@ func TestLifecycleRules(t *testing.T) {
 		var l lifecycle
 		l.observe([]seenSession{{id: "a", start: at(-5)}}, 1, false, at(0), 10)
 		l.observe(list("a"), 1, false, at(-600), 10) // the clock went back ten minutes
+		assert.Equal(t, 0.0, l.oldestAge(at(-600)), "an age is never below 0")
 		l.observe(list(), 0, false, at(-590), 10)
 		assert.Equal(t, uint64(1), l.ended)
 		assert.Equal(t, 0.0, l.sum, "a histogram's sum never goes down")
@@ -69,9 +70,11 @@ func TestLifecycleRules(t *testing.T) {
 		var l lifecycle
 		l.observe([]seenSession{{id: "a", start: at(-100)}, {id: "b", start: at(100)}}, 2, false, at(0), 10)
 		assert.Equal(t, 100.0, l.oldestAge(at(0)))
-		l.observe(nil, 0, false, at(10), 10)
-		assert.Equal(t, 0.0, l.oldestAge(at(10)))
-		assert.Equal(t, 100.0, l.sum, "b lasted 0 s from when it was listed, not -100 s")
+		l.observe([]seenSession{{id: "b", start: at(100)}}, 1, false, at(50), 10)
+		assert.Equal(t, 50.0, l.oldestAge(at(50)), "b started when it was first listed")
+		l.observe(nil, 0, false, at(60), 10)
+		assert.Equal(t, 0.0, l.oldestAge(at(60)))
+		assert.Equal(t, 150.0, l.sum, "a lasted 100 s to its last listing, b 50 s from its first")
 	})
 	t.Run("a session listed twice is one", func(t *testing.T) {
 		var l lifecycle
