@@ -129,7 +129,7 @@ func TestBadScrapeTimeoutHeaderIsRefused(t *testing.T) {
 	// Too short to make a call once the offset is subtracted, however
 	// much shorter than the offset (a scrape never outlasts Prometheus'
 	// timeout less the offset).
-	for _, v := range []string{"1e-9", "0.000000001", "0.05", "0.099", "0.3", "0.5", "0.55", "0.599"} {
+	for _, v := range []string{"1e-9", "0.000000001", "0.05", "0.099", "0.3", "0.5", "0.55", "0.599", "0.599999999"} {
 		code, body := s.get(t, "/metrics", "X-Prometheus-Scrape-Timeout-Seconds", v)
 		assert.Equal(t, http.StatusBadRequest, code, v)
 		assert.Equal(t, "scrape timeout too short: at least 100ms after --scrape.timeout-offset\n", body, v)
