@@ -415,6 +415,16 @@ func TestInvalidInline(t *testing.T) {
 			"api.base_url: must not have a query or a fragment",
 		},
 		{
+			"base url with an empty query", // url.URL keeps it as ForceQuery alone
+			"api: {base_url: 'https://app.duix.ai/sdk/v2?'}\napps: [{name: a, app_id: '1', token: t}]",
+			"api.base_url: must not have a query or a fragment",
+		},
+		{
+			"proxy url with an empty query",
+			"api: {http_client: {proxy_url: 'http://proxy.example:3128?'}}\napps: [{name: a, app_id: '1', token: t}]",
+			"api.http_client.proxy_url: must be scheme://[user:password@]host[:port], without path, query or fragment",
+		},
+		{
 			"base url without host",
 			"api: {base_url: 'https:///sdk/v2'}\napps: [{name: a, app_id: '1', token: t}]",
 			"api.base_url: not a valid absolute URL (http or https)",
