@@ -60,7 +60,14 @@ func (p *platform) run(t *testing.T, stdin *os.File, args ...string) cliResult {
 // --log.level flags, and the operator commands) and runs the command.
 func runCommand(t *testing.T, stdin *os.File, args ...string) cliResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return runCommandContext(t, context.Background(), stdin, args...)
+}
+
+// runCommandContext is runCommand under ctx, as a command interrupted
+// (SIGINT) when ctx ends.
+func runCommandContext(t *testing.T, ctx context.Context, stdin *os.File, args ...string) cliResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	app := kingpin.New("duix_exporter", "")
@@ -948,4 +955,54 @@ func TestOlderThanSkipsIDsThatAreNotUTF8(t *testing.T) {
 	assert.Contains(t, res.stdout, "1 started more than 1h ago")
 	assert.Contains(t, res.stdout, "skipped 2 old session(s) whose ID is not valid UTF-8")
 	assert.Contains(t, res.stderr, "2 old session(s) of app a were not stopped: their IDs are not valid UTF-8")
+}
+
+// A session listed twice is stopped once; a young one whose ID is not
+// valid UTF-8 is no old session left behind.
+func TestOlderThanStopsADuplicateOnceAndLeavesYoungOnesBe(t *testing.T) {
+	var stopped []string
+	var mu sync.Mutex
+	old, young := time.Now().Add(-3*time.Hour).UnixMilli(), time.Now().UnixMilli()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, simulator.EndpointStop) {
+			mu.Lock()
+			stopped = append(stopped, r.URL.Query().Get("uuid"))
+			mu.Unlock()
+			_, _ = io.WriteString(w, `{"success":true,"code":"0","data":null}`)
+			return
+		}
+		fmt.Fprintf(w, `{"success":true,"code":"0","data":[{"uuid":"good","startTime":%d},{"uuid":"good","startTime":%d},{"uuid":"young-%s","startTime":%d}]}`,
+			old, old, "\xff", young)
+	}))
+	t.Cleanup(srv.Close)
+	res := runCommand(t, nil, "--config.file="+oneAppConfig(t, srv.URL), "sessions", "stop", "--app=a", "--older-than=1h", "--yes")
+	assert.Equal(t, exitOK, res.code, res.stderr)
+	assert.Equal(t, []string{"good"}, stopped)
+	assert.Contains(t, res.stdout, "app a has 3 active session(s); 1 started more than 1h ago")
+	assert.NotContains(t, res.stdout+res.stderr, "UTF-8")
+}
+
+// Interrupted (SIGINT) during its stops, --older-than sends no more and
+// says how many were not attempted.
+func TestOlderThanInterruptedStopsNoMore(t *testing.T) {
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	var stops atomic.Int64
+	start := time.Now().Add(-3 * time.Hour).UnixMilli()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, simulator.EndpointStop) {
+			stops.Add(1)
+			interrupt() // the operator pressed Ctrl-C as the first stop went out
+			_, _ = io.WriteString(w, `{"success":true,"code":"0","data":null}`)
+			return
+		}
+		fmt.Fprintf(w, `{"success":true,"code":"0","data":[{"uuid":"s1","startTime":%d},{"uuid":"s2","startTime":%d},{"uuid":"s3","startTime":%d}]}`,
+			start, start, start)
+	}))
+	t.Cleanup(srv.Close)
+	res := runCommandContext(t, ctx, nil, "--config.file="+oneAppConfig(t, srv.URL), "sessions", "stop", "--app=a", "--older-than=1h", "--yes")
+	assert.Equal(t, exitFailed, res.code)
+	assert.Equal(t, int64(1), stops.Load(), "no stop after the interruption")
+	assert.Contains(t, res.stdout, "interrupted before the other 2\n")
+	assert.Contains(t, res.stderr, "interrupted: 2 of 3 session(s) of app a were not attempted")
 }
