@@ -60,6 +60,9 @@ func TestDecodeSessionListRecords(t *testing.T) {
 		{`{"nested":{"uuid":"not me","list":[1,{"x":"}]"},"]"]},"uuid":"me"}`, client.Session{ID: "me"}},
 		{`{"conversationId":108,"uuid":["arr"],"sessionId":"s"}`, client.Session{ID: "s", ConversationID: "108"}},
 		{`"bare-id"`, client.Session{ID: "bare-id"}},
+		// Bytes that are not UTF-8, or a lone surrogate: U+FFFD, as encoding/json decodes them, never the raw bytes.
+		{"{\"uuid\":\"a\xffb\",\"conversationId\":\"c\xfe\"}", client.Session{ID: "a\ufffdb", ConversationID: "c\ufffd"}},
+		{`{"uuid":"a\ud800b"}`, client.Session{ID: "a\ufffdb"}},
 	} {
 		t.Run(tc.record, func(t *testing.T) {
 			got, err := decodeList(t, "["+tc.record+"]")
