@@ -563,6 +563,9 @@ func TestAScrapeReportsTheAppsConfiguredWhenItArrived(t *testing.T) {
 	assert.Equal(t, int64(1), e.sim.RequestsFor("app-a", simulator.EndpointConcurrency), "Fetch's result sent")
 	assert.Equal(t, int64(1), e.sim.RequestsFor("app-b", simulator.EndpointConcurrency), "the probe reuses what landed since it arrived")
 
+	// Each named app once, an unknown name none.
+	assert.Equal(t, 1, e.exp.Collector(context.Background(), "a", "a", "b").Apps(), "b is gone since the reload")
+
 	added := e.exp.Collector(context.Background())
 	require.NoError(t, e.exp.Apply(e.cfg))
 	body, err := testutil.CollectAndFormat(added, expfmt.TypeTextPlain, "duix_up")
