@@ -574,14 +574,12 @@ func TestRepeatedPostsStopOnce(t *testing.T) {
 // platform lists them in.
 func TestTheOldestSessionsAreStoppedFirst(t *testing.T) {
 	f := newFixture(t, "{max_stops_per_hour: 1}")
-	two := f.session("kiosk", 2*time.Hour)
-	five := f.session("kiosk", 5*time.Hour)
-	three := f.session("kiosk", 3*time.Hour)
-
-	answer := f.postStuck(http.StatusOK, "kiosk")
-	assert.Contains(t, answer, "stopped 1 of 3 session(s) older than 1h; 0 already stopped or gone, 2 refused by the budget")
-	assert.ElementsMatch(t, []string{two, three}, f.listed("kiosk"), "the five-hour session is stopped")
-	assert.NotContains(t, f.listed("kiosk"), five)
+	ids := map[time.Duration]string{}
+	for _, age := range []time.Duration{2 * time.Hour, 5 * time.Hour, 3 * time.Hour} { // listed in this order
+		ids[age] = f.session("kiosk", age)
+	}
+	assert.Contains(t, f.postStuck(http.StatusOK, "kiosk"), "stopped 1 of 3 session(s) older than 1h; 0 already stopped or gone, 2 refused by the budget")
+	assert.ElementsMatch(t, []string{ids[2*time.Hour], ids[3*time.Hour]}, f.listed("kiosk"), "the five-hour session is stopped")
 }
 
 // A session is older than max_session_age only once its age is above it.
