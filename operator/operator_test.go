@@ -184,6 +184,8 @@ func TestPrintable(t *testing.T) {
 	assert.Equal(t, "a b?[31mred", printable("a\nb\x1b[31mred", 100))
 	assert.Equal(t, "展厅...", printable("展厅讲解", 7), "cut on a rune boundary")
 	assert.Equal(t, "abc", printable("abc", 3))
+	assert.Equal(t, "a b ?c", printable("a\tb \ufffdc", 100), "a tab is a space; U+FFFD (bytes not UTF-8) is no character of the platform's")
+	assert.Equal(t, "unknown", name(0, "unknown", "", "male", "female"), "a value named by nothing")
 	assert.Equal(t, "aaa?gnp.exe in?call a?b", printable("aaa\u202egnp.exe in\u2028call a\u200bb", 100), "shown as it is: no right-to-left override, separator or zero-width character")
 }
 
