@@ -440,6 +440,8 @@ func TestUnknownAppRefusesTheWholeRequest(t *testing.T) {
 	assert.Equal(t, 2.0, f.refusals("unknown_app"))
 	assert.Equal(t, 1.0, f.refusals("no_app_label"))
 	assert.Equal(t, 3.0, f.requests("unknown_app"))
+	assert.Regexp(t, `level=warn msg="Janitor decision" action=refused app=elsewhere reason=unknown_app`, f.logs.String())
+	assert.Regexp(t, `level=warn msg="Janitor decision" action=refused app= reason=no_app_label`, f.logs.String(), "a routing mistake is a warning")
 	assert.NotContains(t, f.logs.String(), long, "a label value is logged cut")
 	assert.Contains(t, f.logs.String(), strings.Repeat("x", 128)+"...")
 }
@@ -580,6 +582,8 @@ func TestTheOldestSessionsAreStoppedFirst(t *testing.T) {
 	}
 	assert.Contains(t, f.postStuck(http.StatusOK, "kiosk"), "stopped 1 of 3 session(s) older than 1h; 0 already stopped or gone, 2 refused by the budget")
 	assert.ElementsMatch(t, []string{ids[2*time.Hour], ids[3*time.Hour]}, f.listed("kiosk"), "the five-hour session is stopped")
+	assert.Regexp(t, `level=warn msg="Janitor decision" action=refused app=kiosk session=\S+ age=3h0m0s reason=budget sessions=2 dry_run=false`, f.logs.String(),
+		"the budget's refusal names the first session it refused and counts them all")
 }
 
 // A session is older than max_session_age only once its age is above it.
@@ -733,6 +737,18 @@ func TestOnlyPostOnWebhook(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, rec.Code, "the janitor's listener serves no metrics")
 }
 
+// The landing page's list of decisions keeps the last 32, newest first.
+func TestRecentKeepsTheLast32(t *testing.T) {
+	f := newFixture(t, "")
+	for i := range 40 {
+		f.postStuck(http.StatusUnprocessableEntity, fmt.Sprintf("elsewhere-%d", i))
+	}
+	recent := f.j.Recent()
+	require.Len(t, recent, 32)
+	assert.Equal(t, "elsewhere-39", recent[0].App)
+	assert.Equal(t, "elsewhere-8", recent[31].App)
+}
+
 func TestReloadOptsOutAndDropsSeries(t *testing.T) {
 	f := newFixture(t, "")
 	f.session("kiosk", 3*time.Hour)
@@ -740,7 +756,7 @@ func TestReloadOptsOutAndDropsSeries(t *testing.T) {
 	answer := f.postStuck(http.StatusOK, "kiosk")
 	assert.Contains(t, answer, "has not opted in")
 	assert.Len(t, f.listed("kiosk"), 1)
-	n, err := testutil.GatherAndCount(f.reg, "duix_janitor_sessions_stopped_total")
+	n, err := testutil.GatherAndCount(f.reg, "duix_janitor_sessions_stopped_total", "duix_janitor_sessions_would_stop_total")
 	require.NoError(t, err)
 	assert.Zero(t, n)
 }
