@@ -570,6 +570,12 @@ func TestRepeatedPostsStopOnce(t *testing.T) {
 	assert.Equal(t, 1.0, f.stopped("kiosk"))
 	assert.Equal(t, 2.0, f.refusals("already_stopped"))
 	assert.Equal(t, 3.0, f.requests("handled"))
+
+	// An hour after its stop, as the stop leaves the budget's window, a
+	// session still listed is forgotten as stopped: it is stopped again.
+	f.advance(time.Hour)
+	f.postStuck(http.StatusOK, "kiosk")
+	assert.Equal(t, int64(2), f.stops.Load())
 }
 
 // Under the budget the oldest sessions go first, whatever order the
