@@ -77,8 +77,8 @@ build: ## Build the binary.
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
 
 .PHONY: run
-run: build ## Run the exporter against the built-in simulator (no credentials), on :9866.
-	./$(BIN) --demo
+run: build ## Run the exporter against the built-in simulator (no credentials), on :9866 (RUN_FLAGS: more flags).
+	./$(BIN) --demo $(RUN_FLAGS)
 
 .PHONY: test
 test: test-deps fmt-check vet go-test $(EXTRA_TESTS) ## Run every test.
