@@ -211,23 +211,29 @@ func TestLifecycleKnowsACutAcrossAReloadDuringTheFetch(t *testing.T) {
 	assert.Equal(t, "0", sample(body, `duix_app_sessions_started_total{app="a"}`))
 }
 
-// withoutID adds a record without a session ID to every session list, first or last.
-type withoutID struct {
-	next  http.Handler
-	first bool
+// editList rewrites the body of every successful session list.
+type editList struct {
+	next http.Handler
+	edit func(body []byte) []byte
 }
 
-func (p withoutID) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// withoutID adds a record without a session ID to every session list, first or last.
+func withoutID(next http.Handler, first bool) editList {
+	const noID = `{"appId":"1","status":"in_call"}`
+	return editList{next, func(body []byte) []byte {
+		if first {
+			return bytes.Replace(body, []byte(`"data":[`), []byte(`"data":[`+noID+`,`), 1)
+		}
+		return bytes.Replace(body, []byte(`}],"message"`), []byte(`},`+noID+`],"message"`), 1)
+	}}
+}
+
+func (p editList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := httptest.NewRecorder()
 	p.next.ServeHTTP(rec, r)
 	body := rec.Body.Bytes()
 	if strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointSessions) && rec.Code == http.StatusOK {
-		const noID = `{"appId":"1","status":"in_call"}`
-		if p.first {
-			body = bytes.Replace(body, []byte(`"data":[`), []byte(`"data":[`+noID+`,`), 1)
-		} else {
-			body = bytes.Replace(body, []byte(`}],"message"`), []byte(`},`+noID+`],"message"`), 1)
-		}
+		body = p.edit(body)
 	}
 	for k, v := range rec.Header() {
 		w.Header()[k] = v
@@ -244,7 +250,7 @@ func TestLifecycleARecordWithoutIDCutsNothing(t *testing.T) {
 	for _, first := range []bool{false, true} {
 		t.Run(map[bool]string{false: "last", true: "first"}[first], func(t *testing.T) {
 			e := newEnv(t, appDef{name: "a", id: "1", key: "k1", allowance: 10})
-			e.gate.next = withoutID{e.gate.next, first}
+			e.gate.next = withoutID(e.gate.next, first)
 			e.cfg.Sessions.MaxTracked = 2
 			require.NoError(t, e.exp.Apply(e.cfg))
 			a, err := e.sim.StartSession("1", "")
@@ -259,6 +265,39 @@ func TestLifecycleARecordWithoutIDCutsNothing(t *testing.T) {
 			assert.Equal(t, "1", sample(body, `duix_app_sessions_started_total{app="a"}`))
 		})
 	}
+}
+
+// A session listed more than once is one session, but the copies count
+// toward sessions.max_tracked as listed: one ID repeated past the cap makes
+// the list look cut, so that it ends none, never a false end.
+func TestLifecycleCopiesOfASessionPastTheCapEndNone(t *testing.T) {
+	e := newEnv(t, appDef{name: "a", id: "1", key: "k1", allowance: 10})
+	const dup = `{"appId":"1","sessionId":"copied","status":"in_call"}`
+	copies := 1
+	e.gate.next = editList{e.gate.next, func(body []byte) []byte {
+		return bytes.Replace(body, []byte(`}],"message"`), []byte(`}`+strings.Repeat(`,`+dup, copies)+`],"message"`), 1)
+	}}
+	e.cfg.Sessions.MaxTracked = 4
+	require.NoError(t, e.exp.Apply(e.cfg))
+	first, err := e.sim.StartSession("1", "")
+	require.NoError(t, err)
+	_, err = e.sim.StartSession("1", "")
+	require.NoError(t, err)
+	e.scrapeText(t, context.Background()) // the baseline: 2 sessions and "copied"
+
+	copies = 2 // listed twice, within the cap: one session
+	body := e.replace(t, first)
+	require.Equal(t, "4", sample(body, `duix_app_active_sessions{app="a"}`), "every entry is counted")
+	assert.Equal(t, "1", sample(body, `duix_app_sessions_ended_total{app="a"}`))
+	assert.Equal(t, "1", sample(body, `duix_app_sessions_started_total{app="a"}`), "the copy did not start")
+
+	copies = 3 // 4 sessions, 6 entries: the list looks cut
+	second, err := e.sim.StartSession("1", "")
+	require.NoError(t, err)
+	e.clk.Add(15 * time.Second)
+	e.scrapeText(t, context.Background())
+	body = e.replace(t, second)
+	assert.Equal(t, "1", sample(body, `duix_app_sessions_ended_total{app="a"}`), "no end while the list looks cut")
 }
 
 // While the list fails, the oldest session's age is not reported: its
