@@ -217,15 +217,29 @@ type editList struct {
 	edit func(body []byte) []byte
 }
 
-// withoutID adds a record without a session ID to every session list, first or last.
-func withoutID(next http.Handler, first bool) editList {
+// withoutID adds a record without a session ID to a session list, first or last.
+func withoutID(first bool) func(body []byte) []byte {
 	const noID = `{"appId":"1","status":"in_call"}`
-	return editList{next, func(body []byte) []byte {
+	return func(body []byte) []byte {
 		if first {
 			return bytes.Replace(body, []byte(`"data":[`), []byte(`"data":[`+noID+`,`), 1)
 		}
 		return bytes.Replace(body, []byte(`}],"message"`), []byte(`},`+noID+`],"message"`), 1)
-	}}
+	}
+}
+
+// twoSessions sets sessions.max_tracked, has every session list edited by edit, and starts two sessions of the
+// platform app "1"; it returns the first one's ID.
+func (e *env) twoSessions(t *testing.T, maxTracked int, edit func(body []byte) []byte) string {
+	t.Helper()
+	e.gate.next = editList{e.gate.next, edit}
+	e.cfg.Sessions.MaxTracked = maxTracked
+	require.NoError(t, e.exp.Apply(e.cfg))
+	first, err := e.sim.StartSession("1", "")
+	require.NoError(t, err)
+	_, err = e.sim.StartSession("1", "")
+	require.NoError(t, err)
+	return first
 }
 
 func (p editList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -250,13 +264,7 @@ func TestLifecycleARecordWithoutIDCutsNothing(t *testing.T) {
 	for _, first := range []bool{false, true} {
 		t.Run(map[bool]string{false: "last", true: "first"}[first], func(t *testing.T) {
 			e := newEnv(t, appDef{name: "a", id: "1", key: "k1", allowance: 10})
-			e.gate.next = withoutID(e.gate.next, first)
-			e.cfg.Sessions.MaxTracked = 2
-			require.NoError(t, e.exp.Apply(e.cfg))
-			a, err := e.sim.StartSession("1", "")
-			require.NoError(t, err)
-			_, err = e.sim.StartSession("1", "")
-			require.NoError(t, err)
+			a := e.twoSessions(t, 2, withoutID(first))
 			body := e.scrapeText(t, context.Background()) // the baseline
 			require.Equal(t, "3", sample(body, `duix_app_active_sessions{app="a"}`), "the record without ID is listed")
 			assert.Equal(t, "1", sample(body, `duix_app_sessions_untracked_total{app="a"}`))
@@ -274,15 +282,9 @@ func TestLifecycleCopiesOfASessionPastTheCapEndNone(t *testing.T) {
 	e := newEnv(t, appDef{name: "a", id: "1", key: "k1", allowance: 10})
 	const dup = `{"appId":"1","sessionId":"copied","status":"in_call"}`
 	copies := 1
-	e.gate.next = editList{e.gate.next, func(body []byte) []byte {
+	first := e.twoSessions(t, 4, func(body []byte) []byte {
 		return bytes.Replace(body, []byte(`}],"message"`), []byte(`}`+strings.Repeat(`,`+dup, copies)+`],"message"`), 1)
-	}}
-	e.cfg.Sessions.MaxTracked = 4
-	require.NoError(t, e.exp.Apply(e.cfg))
-	first, err := e.sim.StartSession("1", "")
-	require.NoError(t, err)
-	_, err = e.sim.StartSession("1", "")
-	require.NoError(t, err)
+	})
 	e.scrapeText(t, context.Background()) // the baseline: 2 sessions and "copied"
 
 	copies = 2 // listed twice, within the cap: one session
