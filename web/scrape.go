@@ -138,7 +138,7 @@ func (s *scraper) collector(ctx context.Context, r *http.Request, all bool) (*co
 	}
 	q, err := url.ParseQuery(r.URL.RawQuery) // URL.Query drops what does not parse: it could hide a second app
 	names := q["app"]
-	col := s.exp.Collector(ctx, names...)
+	col := s.exp.Collector(ctx, names[:min(len(names), 1)]...) // one looked up, however many were sent
 	switch {
 	case err != nil:
 		return nil, errors.New("the query does not parse (a bad %-escape or a semicolon): use /probe?app=NAME")
