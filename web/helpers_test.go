@@ -34,7 +34,7 @@ const hangTimeout = time.Minute
 // busy the machine.
 type platform struct{ *platformtest.Demo }
 
-func startPlatform(t *testing.T) *platform {
+func startPlatform(t testing.TB) *platform {
 	return &platform{platformtest.StartDemo(t, hangTimeout, nil)}
 }
 
@@ -49,14 +49,14 @@ type server struct {
 
 // serve starts the endpoints with o (Name, TelemetryPath and Logger filled
 // in when unset) for the configuration at configFile.
-func serve(t *testing.T, configFile string, o Options) *server {
+func serve(t testing.TB, configFile string, o Options) *server {
 	t.Helper()
 	return serveOn(t, configFile, o, nil)
 }
 
 // serveOn is serve with the server's listener wrapped by wrap (nil: as it
 // is).
-func serveOn(t *testing.T, configFile string, o Options, wrap func(net.Listener) net.Listener) *server {
+func serveOn(t testing.TB, configFile string, o Options, wrap func(net.Listener) net.Listener) *server {
 	t.Helper()
 	logs := &platformtest.Buffer{}
 	logger := log.NewLogfmtLogger(logs)
