@@ -37,7 +37,7 @@ func startPlatform(t *testing.T) *platform { return &platform{platformtest.Start
 
 // oneAppConfig writes a configuration of one app, a, on the API at base
 // and returns its path.
-func oneAppConfig(t *testing.T, base string) string {
+func oneAppConfig(t testing.TB, base string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "duix.yml")
 	require.NoError(t, os.WriteFile(path, fmt.Appendf(nil, "api: {base_url: %q}\napps: [{name: a, app_id: x, app_key: SECRET-app-key}]\n", base), 0o600))
