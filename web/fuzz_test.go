@@ -45,6 +45,8 @@ func FuzzScrapeRequest(f *testing.F) {
 	require.NoError(f, err)
 	require.NoError(f, os.WriteFile(p.Config, bytes.Replace(cfg, []byte("min_interval: 0s"), []byte("min_interval: 1h"), 1), 0o600))
 	s := serve(f, p.Config, Options{})
+	tr := &http.Transport{DisableCompression: true} // one pool of connections for every input
+	f.Cleanup(tr.CloseIdleConnections)
 	f.Fuzz(func(t *testing.T, probe bool, query, timeout, accept, encoding string) {
 		path := map[bool]string{false: "/metrics", true: "/probe"}[probe]
 		req, err := http.NewRequest(http.MethodGet, s.url+path+"?"+query, nil)
@@ -56,7 +58,7 @@ func FuzzScrapeRequest(f *testing.F) {
 				req.Header.Set(name, v)
 			}
 		}
-		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+		resp, err := tr.RoundTrip(req)
 		if err != nil {
 			t.Skip("a request the client refuses to send")
 		}
