@@ -1,6 +1,8 @@
 package web
 
 import (
+	"bytes"
+	"compress/gzip"
 	"io"
 	"log/slog"
 	"net"
@@ -114,6 +116,16 @@ func (s *server) scrape(t *testing.T, path string, header ...string) map[string]
 	code, body := s.get(t, path, header...)
 	require.Equal(t, http.StatusOK, code)
 	return samples(t, body)
+}
+
+// gunzip returns body uncompressed.
+func gunzip(t testing.TB, body []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	require.NoError(t, err)
+	out, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	return out
 }
 
 // samples parses an exposition into family name -> labels -> value, the
