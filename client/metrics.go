@@ -11,9 +11,8 @@ import (
 
 // Metrics instruments the calls to the platform, once per process.
 type Metrics struct {
-	requests         *prometheus.CounterVec
-	duration         *prometheus.HistogramVec
-	secretFileErrors *prometheus.CounterVec
+	requests, secretFileErrors *prometheus.CounterVec
+	duration                   *prometheus.HistogramVec
 }
 
 // NewMetrics creates the client metrics and registers them with reg (if not nil).

@@ -64,16 +64,14 @@ func DecodeSessionList(dec *json.Decoder, opts SessionOptions, fn func(Session) 
 // skipRest consumes the rest of an array or object, at most as deep as encoding/json reads.
 func skipRest(dec *json.Decoder) error {
 	for depth := 1; depth > 0; {
-		tok, err := dec.Token()
-		if err != nil {
+		switch tok, err := dec.Token(); {
+		case err != nil:
 			return err
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
+		case tok == json.Delim('{') || tok == json.Delim('['):
 			if depth++; depth > 10000 {
 				return errDepth
 			}
-		case json.Delim('}'), json.Delim(']'):
+		case tok == json.Delim('}') || tok == json.Delim(']'):
 			depth--
 		}
 	}

@@ -18,9 +18,8 @@ type SafeConfig struct {
 	mu          sync.Mutex // serialises reloads and guards subscribers
 	subscribers []func(*Config) error
 
-	reloadSuccess   prometheus.Gauge
-	reloadTimestamp prometheus.Gauge
-	now             func() time.Time
+	reloadSuccess, reloadTimestamp prometheus.Gauge
+	now                            func() time.Time
 }
 
 // NewSafeConfig returns an empty SafeConfig and registers its reload metrics
