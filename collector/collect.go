@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -112,8 +113,8 @@ func (st *appState) metrics(r *result, now time.Time) []prometheus.Metric {
 			gauge(conversationRefreshDesc, float64(cv.refreshed.UnixMilli())/1e3, cv.id)
 		}
 		// A count is only known when every entry names its conversation: an entry without one may belong to any.
-		if n, ok := r.perConv[cv.id]; ok && r.noConv == 0 {
-			gauge(conversationSessionsDesc, float64(n), cv.id)
+		if i := slices.Index(r.convIDs, cv.id); i >= 0 && r.noConv == 0 {
+			gauge(conversationSessionsDesc, float64(r.perConv[i]), cv.id)
 		}
 	}
 	if l := st.life; l != nil {

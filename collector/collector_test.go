@@ -615,6 +615,35 @@ func TestReloadKeepsStateOfUnchangedApps(t *testing.T) {
 	assert.NotContains(t, e.scrapeText(t, context.Background()), `reason="http"`, "a returning app starts afresh")
 }
 
+// A reload that reorders an app's conversations and drops one, while its
+// list is being fetched: the scrape under way reports each conversation's
+// own count, and the details of those that stay are kept, not fetched again.
+func TestAReloadThatReordersConversationsKeepsEachOnesCountAndDetails(t *testing.T) {
+	e := newGatedEnv(t, appDef{"a", "app-a", "key-a", 10, []string{"c1", "c2", "c3"}})
+	lists := func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/"+simulator.EndpointSessions) }
+	e.gate.holds.Store(&lists)
+	for _, c := range []string{"c1", "c1", "c2"} {
+		_, err := e.sim.StartSession("app-a", c)
+		require.NoError(t, err)
+	}
+	first := e.scrapeAsync(t, context.Background())
+	waitFor(t, "the list is held", func() bool { return e.gate.arrived.Load() == 1 })
+	cfg := *e.cfg
+	cfg.Apps = []config.App{e.cfg.Apps[0]}
+	cfg.Apps[0].Conversations = []string{"c2", "c1"}
+	require.NoError(t, e.exp.Apply(&cfg))
+	e.gate.release()
+
+	for _, body := range []string{receive(t, first), e.scrapeText(t, context.Background())} {
+		assert.Equal(t, "2", sample(body, `duix_conversation_active_sessions{app="a",conversation_id="c1"}`), body)
+		assert.Equal(t, "1", sample(body, `duix_conversation_active_sessions{app="a",conversation_id="c2"}`), body)
+		assert.NotContains(t, body, `conversation_id="c3"`, "no longer configured")
+		assert.Equal(t, "2", sample(body, `duix_conversation_max_concurrent{app="a",conversation_id="c1"}`), body)
+		assert.Equal(t, "3", sample(body, `duix_conversation_max_concurrent{app="a",conversation_id="c2"}`), body)
+	}
+	assert.Equal(t, int64(3), e.sim.Requests(simulator.EndpointConversation), "fetched once each, before the reload")
+}
+
 func TestStatuses(t *testing.T) {
 	e := newEnv(t, appDef{"a", "app-a", "key-a", 5, nil}, appDef{"b", "app-b", "key-b", 7, nil})
 	e.faults.SetFault("app-b", simulator.EndpointSessions, platformtest.Fault{Kind: platformtest.FaultHTTP500})

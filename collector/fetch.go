@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,10 +60,7 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 		return r // landed after the request looked, before this fetch began
 	}
 	st.flying = true
-	c, life, maxTracked, perConv := st.c, st.life != nil, st.maxTracked, make(map[string]int, len(st.conversations))
-	for _, cv := range st.conversations {
-		perConv[cv.id] = 0
-	}
+	c, life, maxTracked, convIDs, perConv := st.c, st.life != nil, st.maxTracked, st.convIDs, make([]int, len(st.convIDs))
 	st.mu.Unlock()
 	r, begun := &result{started: e.opts.Now()}, time.Now()
 	var wg, refresh sync.WaitGroup
@@ -97,8 +95,8 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	r.sessErr = e.call(st, set, client.EndpointSessions, func(ctx context.Context) error {
 		return c.EachSession(ctx, client.SessionOptions{}, func(ss client.Session) error {
 			n++
-			if _, ok := perConv[ss.ConversationID]; ok {
-				perConv[ss.ConversationID]++
+			if i := slices.Index(convIDs, ss.ConversationID); i >= 0 {
+				perConv[i]++
 			} else if ss.ConversationID == "" {
 				noConv++
 			}
@@ -114,7 +112,7 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 		})
 	})
 	if r.sessErr == nil {
-		r.sessions, r.noConv, r.perConv = n, noConv, perConv
+		r.sessions, r.noConv, r.convIDs, r.perConv = n, noConv, convIDs, perConv
 	}
 	wg.Wait()
 	r.duration = time.Since(begun)

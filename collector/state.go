@@ -2,6 +2,7 @@ package collector
 
 import (
 	"cmp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,8 +19,9 @@ type result struct {
 	duration         time.Duration
 	conc             *client.Concurrency
 	concErr, sessErr error
-	sessions, noConv int            // all, and those whose record names no conversation
-	perConv          map[string]int // per configured conversation; nil unless the list was fetched
+	sessions, noConv int      // all, and those whose record names no conversation
+	convIDs          []string // the app's configured conversations when the calls began
+	perConv          []int    // the sessions of each of convIDs; nil unless the list was fetched
 }
 
 // conversation is the last known details of a configured conversation.
@@ -38,7 +40,8 @@ type appState struct {
 
 	mu            sync.Mutex
 	c             *client.Client
-	conversations map[string]*conversation // by ID
+	convIDs       []string        // configured, in order
+	conversations []*conversation // of convIDs, in order
 	errs          map[string]uint64
 	last          *result
 	flying        bool // a fetch is making its calls
@@ -58,13 +61,15 @@ func (st *appState) configure(c *client.Client, ids []string, life bool, maxTrac
 	} else if st.life == nil {
 		st.life = &lifecycle{}
 	}
-	convs := make(map[string]*conversation, len(ids))
-	for _, id := range ids {
-		if convs[id] = st.conversations[id]; convs[id] == nil {
-			convs[id] = &conversation{id: id}
+	convs := make([]*conversation, len(ids))
+	for i, id := range ids {
+		if j := slices.Index(st.convIDs, id); j >= 0 {
+			convs[i] = st.conversations[j]
+		} else {
+			convs[i] = &conversation{id: id}
 		}
 	}
-	st.conversations = convs
+	st.convIDs, st.conversations = ids, convs
 }
 
 // lastResult returns the last result and whether a fetch is under way.
@@ -101,7 +106,8 @@ func (st *appState) recordConversation(id string, d *conversationDetails, err er
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.countError(err)
-	if cv := st.conversations[id]; cv != nil {
+	if i := slices.Index(st.convIDs, id); i >= 0 {
+		cv := st.conversations[i]
 		if cv.lastErr = err; err == nil {
 			cv.maxConv, cv.refreshed = *d.MaxConversation, now
 			cv.info = [4]string{labelValue(d.Language), labelValue(d.DetailDto.ModelName), labelValue(d.ConversationName), labelValue(d.DetailDto.TtsName)}
