@@ -315,7 +315,7 @@ image-test: test-deps image-oci ## Load the crane-built image into podman, run i
 # input (go.dev/issue/75804, fixed in Go 1.27).
 FUZZTIME ?= 50000x
 # Fuzz targets as package:FuzzName.
-FUZZ_TARGETS := ./client:FuzzDecodeEnvelope ./client:FuzzDecodeSessionList ./config:FuzzParse ./operator/janitor:FuzzWebhook ./web:FuzzScrapeRequest ./operator:FuzzCommandOutput
+FUZZ_TARGETS := ./client:FuzzDecodeEnvelope ./client:FuzzDecodeSessionList ./collector:FuzzAppAnswers ./config:FuzzParse ./operator/janitor:FuzzWebhook ./web:FuzzScrapeRequest ./operator:FuzzCommandOutput
 
 .PHONY: fuzz
 fuzz: ## Fuzz each fuzz target for FUZZTIME (default 50000x: inputs); `go test` alone runs their seed corpora.
