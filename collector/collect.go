@@ -35,26 +35,26 @@ func (s *Scrape) Describe(ch chan<- *prometheus.Desc) {
 // sends each app's series as soon as its result is there (with ch nil, it keeps the results for Fetch).
 func (s *Scrape) Collect(ch chan<- prometheus.Metric) {
 	apps, set := s.apps, s.set
-	got, out := make([]*result, len(apps)), make(chan int64, len(apps)) // the workers never wait for Collect
+	results, out := make([]*result, len(apps)), make(chan int64, len(apps)) // the workers never wait for Collect
 	var next atomic.Int64
 	for range min(max(set.api.MaxConcurrency, 1), len(apps)) {
 		go func() {
 			for i := next.Add(1) - 1; i < int64(len(apps)); i = next.Add(1) - 1 {
-				got[i] = s.fetch(apps[i], set)
+				results[i] = s.fetch(apps[i], set)
 				out <- i
 			}
 		}()
 	}
 	for range apps {
 		i := <-out
-		if got[i] == nil { // not fetched in time: down for this request only
-			got[i] = &result{duration: time.Since(s.arrived)}
+		if results[i] == nil { // not fetched in time: down for this request only
+			results[i] = &result{duration: time.Since(s.arrived)}
 		}
 		if ch == nil {
-			s.got[apps[i]] = got[i]
+			s.got[apps[i]] = results[i]
 			continue
 		}
-		for _, m := range apps[i].metrics(got[i], s.e.opts.Now()) {
+		for _, m := range apps[i].metrics(results[i], s.e.opts.Now()) {
 			ch <- m
 		}
 	}
