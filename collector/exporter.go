@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/semaphore"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/duix-exporter/duix_exporter/client"
 	"github.com/duix-exporter/duix_exporter/config"
@@ -28,13 +30,15 @@ type Options struct {
 
 // Exporter collects the metrics of the configured apps.
 type Exporter struct {
-	opts   Options
-	shared *prometheus.CounterVec
+	opts    Options
+	shared  *prometheus.CounterVec
+	flights singleflight.Group // the apps' fetches under way, by appState.key
 
 	mu     sync.RWMutex
 	set    settings
 	apps   []*appState // in configuration order
 	byName map[string]*appState
+	made   uint64 // appStates made, for their keys
 }
 
 // settings are the configuration in force; sem bounds the calls in flight.
@@ -79,7 +83,7 @@ func (e *Exporter) Apply(cfg *config.Config) error {
 	for _, a := range cfg.Apps {
 		st := e.byName[a.Name]
 		if st == nil || st.appID != a.AppID {
-			st = &appState{name: a.Name, appID: a.AppID, errs: map[string]uint64{}}
+			st, e.made = &appState{name: a.Name, appID: a.AppID, errs: map[string]uint64{}, flights: &e.flights, key: strconv.FormatUint(e.made, 10)}, e.made+1
 		}
 		st.configure(pool.Client(a.Name), a.Conversations, cfg.Sessions.Lifecycle, cfg.Sessions.MaxTracked)
 		apps, byName[a.Name] = append(apps, st), st

@@ -13,7 +13,7 @@ import (
 
 // Requests (/metrics, /probe) that want an app at the same time share its fetch: a request reuses the app's last result
 // when it is younger than api.min_interval (how="cached") or landed after the request arrived (how="in_flight"), else
-// joins the fetch under way, or starts one, through the app's singleflight.Group (how="in_flight" when it joined). A
+// joins the fetch under way, or starts one, through the exporter's singleflight.Group (how="in_flight" when it joined). A
 // fetch runs to its end, each call bounded by api.timeout and holding a slot of api.max_concurrency; a request leaves
 // at its own deadline and reports the app down for itself alone, while the fetch goes on for the others and records the
 // platform's own outcome: no client can make the exporter count an error.
@@ -36,7 +36,7 @@ func (s *Scrape) fetch(st *appState, set settings) *result {
 		s.e.shared.WithLabelValues("in_flight").Inc()
 	}
 	mine := false // this request's function makes the calls
-	ch := st.flights.DoChan("", func() (any, error) { mine = true; return s.e.fly(st, set, s.arrived), nil })
+	ch := st.flights.DoChan(st.key, func() (any, error) { mine = true; return s.e.fly(st, set, s.arrived), nil })
 	select {
 	case res := <-ch:
 		if !mine && !flying { // joined a fetch that had not begun its calls
@@ -66,7 +66,7 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	var wg, refresh sync.WaitGroup
 	if due := st.due(r.started, time.Duration(set.api.ConversationRefresh), time.Minute); len(due) > 0 {
 		refresh.Go(func() { // a flight of its own, one at a time: an app's calls hold at most three slots
-			<-st.flights.DoChan("refresh", func() (any, error) {
+			<-st.flights.DoChan(st.key+"r", func() (any, error) {
 				for _, id := range due {
 					var conv *conversationDetails
 					err := e.call(st, set, client.EndpointConversation, func(ctx context.Context) (err error) {

@@ -14,8 +14,7 @@ import (
 
 // result is what getconcurrentNumber and getconcurrentList answered.
 type result struct {
-	started          time.Time // when the calls began, by the exporter's clock
-	landed           time.Time // when they ended, by the monotonic clock
+	started, landed  time.Time // when the calls began, by the exporter's clock; when they ended, by the monotonic clock
 	duration         time.Duration
 	conc             *client.Concurrency
 	concErr, sessErr error
@@ -35,8 +34,8 @@ type conversation struct {
 
 // appState is what outlives a scrape for one app, kept across reloads while its name and app_id stay the same.
 type appState struct {
-	name, appID string
-	flights     singleflight.Group // the app's fetch under way
+	name, appID, key string              // key: unique among the exporter's apps, ever
+	flights          *singleflight.Group // the exporter's: the app's fetch under way is flights[key], its refresh flights[key+"r"]
 
 	mu            sync.Mutex
 	c             *client.Client
@@ -128,7 +127,7 @@ func (st *appState) record(r *result, list []seenSession, cut bool, listedAt tim
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.last, st.flying, r.landed = r, false, time.Now()
-	st.flights.Forget("") // with it: a request arriving from now on makes new calls, not wait for a refresh
+	st.flights.Forget(st.key) // with it: a request arriving from now on makes new calls, not wait for a refresh
 	st.countError(r.concErr)
 	st.countError(r.sessErr)
 	if r.conc != nil && r.conc.CropID != "" { // the last value seen
@@ -141,13 +140,12 @@ func (st *appState) record(r *result, list []seenSession, cut bool, listedAt tim
 
 // Status is what the exporter last learnt about an app, for people.
 type Status struct {
-	Name, AppID                     string
+	Name, AppID, LastError          string
 	LastScrape                      time.Time
 	Duration                        time.Duration
 	Up, HasConcurrency, HasSessions bool
 	InUse, Limit                    int64
 	ActiveSessions                  int
-	LastError                       string
 }
 
 func (st *appState) status() Status {
