@@ -618,30 +618,34 @@ func TestReloadKeepsStateOfUnchangedApps(t *testing.T) {
 // An app whose app_id a reload changes, or that a reload drops and adds back, starts afresh even while its old
 // fetch is held: a scrape after the reload makes the new app's own calls, never joins the old one's.
 func TestAnAppReplacedByAReloadDoesNotJoinItsOldFetch(t *testing.T) {
-	for _, change := range []string{"app_id", "dropped and added back"} {
-		t.Run(change, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, limit string // the new app's duix_app_concurrency_limit
+		reload      func(t *testing.T, e *env)
+	}{
+		{"app_id changed", "7", func(t *testing.T, e *env) {
+			cfg := *e.cfg
+			cfg.Apps = []config.App{e.cfg.Apps[0]}
+			cfg.Apps[0].AppID, cfg.Apps[0].AppKey = "app-z", configSecret("key-z")
+			require.NoError(t, e.exp.Apply(&cfg))
+		}},
+		{"dropped and added back", "5", func(t *testing.T, e *env) {
+			cfg := *e.cfg
+			cfg.Apps = nil
+			require.NoError(t, e.exp.Apply(&cfg))
+			require.NoError(t, e.exp.Apply(e.cfg))
+			none := func(*http.Request) bool { return false } // the app's new calls pass; the old stay held
+			e.gate.holds.Store(&none)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			e := newGatedEnv(t, appDef{"a", "app-a", "key-a", 5, nil})
 			e.sim.AddApp(simulator.App{ID: "app-z", Key: "key-z", CorpID: "corp-z", Allowance: 7})
 			oldApp := func(r *http.Request) bool { return r.URL.Query().Get("appId") == "app-a" }
 			e.gate.holds.Store(&oldApp)
 			first := e.scrapeAsync(t, context.Background())
 			waitFor(t, "the old app's calls are held", func() bool { return e.gate.arrived.Load() == 2 })
-			cfg := *e.cfg
-			cfg.Apps = nil
-			if change == "dropped and added back" {
-				require.NoError(t, e.exp.Apply(&cfg))
-				cfg.Apps = e.cfg.Apps
-			} else {
-				cfg.Apps = []config.App{e.cfg.Apps[0]}
-				cfg.Apps[0].AppID, cfg.Apps[0].AppKey = "app-z", configSecret("key-z")
-			}
-			require.NoError(t, e.exp.Apply(&cfg))
-			if change == "dropped and added back" {
-				none := func(*http.Request) bool { return false } // the app's new calls pass; the old stay held
-				e.gate.holds.Store(&none)
-			}
-			want := map[string]string{"app_id": "7", "dropped and added back": "5"}[change]
-			assert.Equal(t, want, sample(receive(t, e.scrapeAsync(t, context.Background())), `duix_app_concurrency_limit{app="a"}`))
+			tc.reload(t, e)
+			assert.Equal(t, tc.limit, sample(receive(t, e.scrapeAsync(t, context.Background())), `duix_app_concurrency_limit{app="a"}`))
 			e.gate.release()
 			assert.Equal(t, "5", sample(receive(t, first), `duix_app_concurrency_limit{app="a"}`), "the scrape under way reports the old app")
 		})

@@ -32,7 +32,7 @@ type Options struct {
 type Exporter struct {
 	opts    Options
 	shared  *prometheus.CounterVec
-	flights singleflight.Group // the apps' fetches under way, by appState.key
+	flights singleflight.Group // the apps' fetches under way by appState.key, their conversation refreshes by key+"r"
 
 	mu     sync.RWMutex
 	set    settings
@@ -83,7 +83,7 @@ func (e *Exporter) Apply(cfg *config.Config) error {
 	for _, a := range cfg.Apps {
 		st := e.byName[a.Name]
 		if st == nil || st.appID != a.AppID {
-			st, e.made = &appState{name: a.Name, appID: a.AppID, errs: map[string]uint64{}, flights: &e.flights, key: strconv.FormatUint(e.made, 10)}, e.made+1
+			st, e.made = &appState{name: a.Name, appID: a.AppID, errs: map[string]uint64{}, key: strconv.FormatUint(e.made, 10)}, e.made+1
 		}
 		st.configure(pool.Client(a.Name), a.Conversations, cfg.Sessions.Lifecycle, cfg.Sessions.MaxTracked)
 		apps, byName[a.Name] = append(apps, st), st

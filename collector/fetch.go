@@ -36,7 +36,7 @@ func (s *Scrape) fetch(st *appState, set settings) *result {
 		s.e.shared.WithLabelValues("in_flight").Inc()
 	}
 	mine := false // this request's function makes the calls
-	ch := st.flights.DoChan(st.key, func() (any, error) { mine = true; return s.e.fly(st, set, s.arrived), nil })
+	ch := s.e.flights.DoChan(st.key, func() (any, error) { mine = true; return s.e.fly(st, set, s.arrived), nil })
 	select {
 	case res := <-ch:
 		if !mine && !flying { // joined a fetch that had not begun its calls
@@ -66,7 +66,7 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	var wg, refresh sync.WaitGroup
 	if due := st.due(r.started, time.Duration(set.api.ConversationRefresh), time.Minute); len(due) > 0 {
 		refresh.Go(func() { // a flight of its own, one at a time: an app's calls hold at most three slots
-			<-st.flights.DoChan(st.key+"r", func() (any, error) {
+			<-e.flights.DoChan(st.key+"r", func() (any, error) {
 				for _, id := range due {
 					var conv *conversationDetails
 					err := e.call(st, set, client.EndpointConversation, func(ctx context.Context) (err error) {
@@ -116,7 +116,7 @@ func (e *Exporter) fly(st *appState, set settings, arrived time.Time) *result {
 	}
 	wg.Wait()
 	r.duration = time.Since(begun)
-	st.record(r, list, cut, e.opts.Now()) // a request leaving at its deadline takes r, however long the refresh
+	st.record(&e.flights, r, list, cut, e.opts.Now()) // a request leaving at its deadline takes r, however long the refresh
 	refresh.Wait()
 	return r
 }

@@ -34,8 +34,7 @@ type conversation struct {
 
 // appState is what outlives a scrape for one app, kept across reloads while its name and app_id stay the same.
 type appState struct {
-	name, appID, key string              // key: unique among the exporter's apps, ever
-	flights          *singleflight.Group // the exporter's: the app's fetch under way is flights[key], its refresh flights[key+"r"]
+	name, appID, key string // key: unique among the exporter's apps, ever: its fetch under way is Exporter.flights[key]
 
 	mu            sync.Mutex
 	c             *client.Client
@@ -123,11 +122,11 @@ func (st *appState) countError(err error) {
 
 // record keeps a landed fetch, counts its failed calls and has the
 // lifecycle observe its list, once however many requests share it.
-func (st *appState) record(r *result, list []seenSession, cut bool, listedAt time.Time) {
+func (st *appState) record(flights *singleflight.Group, r *result, list []seenSession, cut bool, listedAt time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.last, st.flying, r.landed = r, false, time.Now()
-	st.flights.Forget(st.key) // with it: a request arriving from now on makes new calls, not wait for a refresh
+	flights.Forget(st.key) // with it: a request arriving from now on makes new calls, not wait for a refresh
 	st.countError(r.concErr)
 	st.countError(r.sessErr)
 	if r.conc != nil && r.conc.CropID != "" { // the last value seen
